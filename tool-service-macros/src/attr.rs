@@ -1,0 +1,374 @@
+//! The attribute grammar:
+//!
+//! ```text
+//! #[tool_service(
+//!     topic = "joke",                       // required
+//!     id = "joke-service",                  // default "{topic}-service"
+//!     request_queue = "persistent://t/n/q", // default non-persistent://tg/request/{topic}
+//!     response_queue = "…",                 // default non-persistent://tg/response/{topic}
+//!     subscription = "…",                   // default "{id}-request"
+//!     concurrency = 8,                      // at least 1
+//!     tool(name = "tell-joke", description = "…", config(style = "pun")),  // repeatable
+//!     crate = "::tool_service",
+//! )]
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::meta::ParseNestedMeta;
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Lit, LitInt, LitStr, Token};
+
+use crate::ctxt::Errors;
+
+const KEYS: &str =
+    "`topic`, `id`, `request_queue`, `response_queue`, `subscription`, `concurrency`, `tool`, `crate`";
+const TOOL_KEYS: &str = "`name`, `description`, `config`";
+
+/// The parsed attribute, before validation.
+#[derive(Default)]
+pub(crate) struct ServiceAttr {
+    pub(crate) topic: Option<LitStr>,
+    pub(crate) id: Option<LitStr>,
+    pub(crate) request_queue: Option<LitStr>,
+    pub(crate) response_queue: Option<LitStr>,
+    pub(crate) subscription: Option<LitStr>,
+    pub(crate) concurrency: Option<LitInt>,
+    pub(crate) tools: Vec<ToolAttr>,
+    pub(crate) krate: Option<syn::Path>,
+}
+
+/// One `tool(…)` preset.
+pub(crate) struct ToolAttr {
+    pub(crate) span: Span,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) config: Vec<ConfigEntry>,
+}
+
+/// One `key = value` of a preset's `config(…)`.
+#[derive(Clone)]
+pub(crate) struct ConfigEntry {
+    pub(crate) key: String,
+    pub(crate) key_span: Span,
+    pub(crate) value: ConfigLit,
+}
+
+/// A literal config value.
+#[derive(Clone)]
+pub(crate) enum ConfigLit {
+    Str(LitStr),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// Stores a key's value once; a second occurrence is an error on its key.
+fn set_once<T>(slot: &mut Option<T>, value: T, key: &syn::Path, errors: &mut Errors) {
+    if slot.is_some() {
+        let name = key
+            .get_ident()
+            .map(Ident::to_string)
+            .unwrap_or_else(|| String::from("crate"));
+        errors.spanned(key, format_args!("duplicate `{name}` key; give it once"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// Parses `= "string literal"`.
+fn string_value(
+    meta: &ParseNestedMeta,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<LitStr>> {
+    let expr: Expr = meta.value()?.parse()?;
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(Some(lit)),
+        other => {
+            errors.spanned(
+                &other,
+                format_args!("`{key}` must be a string literal, e.g. `{key} = \"{example}\"`"),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Skips the value of an unknown key so parsing can go on.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _content: TokenStream = meta.input.parse::<proc_macro2::Group>()?.stream();
+    }
+    Ok(())
+}
+
+pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
+    let mut attr = ServiceAttr::default();
+    let parser = syn::meta::parser(|meta| {
+        let path = meta.path.clone();
+        if path.is_ident("topic") {
+            if let Some(lit) = string_value(&meta, "topic", "joke", errors)? {
+                set_once(&mut attr.topic, lit, &path, errors);
+            }
+        } else if path.is_ident("id") {
+            if let Some(lit) = string_value(&meta, "id", "joke-service", errors)? {
+                set_once(&mut attr.id, lit, &path, errors);
+            }
+        } else if path.is_ident("request_queue") {
+            if let Some(lit) = string_value(
+                &meta,
+                "request_queue",
+                "non-persistent://tg/request/joke",
+                errors,
+            )? {
+                set_once(&mut attr.request_queue, lit, &path, errors);
+            }
+        } else if path.is_ident("response_queue") {
+            if let Some(lit) = string_value(
+                &meta,
+                "response_queue",
+                "non-persistent://tg/response/joke",
+                errors,
+            )? {
+                set_once(&mut attr.response_queue, lit, &path, errors);
+            }
+        } else if path.is_ident("subscription") {
+            if let Some(lit) = string_value(&meta, "subscription", "joke-service-request", errors)?
+            {
+                set_once(&mut attr.subscription, lit, &path, errors);
+            }
+        } else if path.is_ident("concurrency") {
+            let expr: Expr = meta.value()?.parse()?;
+            match expr {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(lit), ..
+                }) => set_once(&mut attr.concurrency, lit, &path, errors),
+                other => errors.spanned(
+                    &other,
+                    "`concurrency` must be an integer literal, e.g. `concurrency = 8`",
+                ),
+            }
+        } else if path.is_ident("crate") {
+            if let Some(lit) = string_value(&meta, "crate", "::tool_service", errors)? {
+                match lit.parse::<syn::Path>() {
+                    Ok(krate) => set_once(&mut attr.krate, krate, &path, errors),
+                    Err(_) => errors.spanned(
+                        &lit,
+                        "`crate` must name a path, e.g. `crate = \"::tool_service\"`",
+                    ),
+                }
+            }
+        } else if path.is_ident("tool") {
+            attr.tools.push(parse_tool(&meta, errors)?);
+        } else {
+            let name = path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_else(|| quote::quote!(#path).to_string());
+            errors.spanned(
+                &path,
+                format_args!("unknown key `{name}`; expected one of {KEYS}"),
+            );
+            skip_value(&meta)?;
+        }
+        Ok(())
+    });
+    if let Err(error) = parser.parse2(tokens) {
+        errors.push(error);
+    }
+    attr
+}
+
+fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAttr> {
+    let mut tool = ToolAttr {
+        span: meta.path.span(),
+        name: None,
+        description: None,
+        config: Vec::new(),
+    };
+    if !meta.input.peek(syn::token::Paren) {
+        errors.spanned(
+            &meta.path,
+            "`tool` takes a list, e.g. `tool(name = \"tell-joke\", config(style = \"pun\"))`",
+        );
+        return Ok(tool);
+    }
+    meta.parse_nested_meta(|inner| {
+        let path = inner.path.clone();
+        if path.is_ident("name") {
+            if let Some(lit) = string_value(&inner, "name", "tell-joke", errors)? {
+                set_once(&mut tool.name, lit, &path, errors);
+            }
+        } else if path.is_ident("description") {
+            if let Some(lit) = string_value(
+                &inner,
+                "description",
+                "Tell a joke on a given topic",
+                errors,
+            )? {
+                set_once(&mut tool.description, lit, &path, errors);
+            }
+        } else if path.is_ident("config") {
+            let content;
+            syn::parenthesized!(content in inner.input);
+            let entries = content.parse_terminated(ConfigEntryParse::parse, Token![,])?;
+            for entry in entries {
+                match entry.0 {
+                    Ok(entry) => tool.config.push(entry),
+                    Err(error) => errors.push(error),
+                }
+            }
+        } else {
+            let name = path.get_ident().map(Ident::to_string).unwrap_or_default();
+            errors.spanned(
+                &path,
+                format_args!("unknown key `{name}` in `tool(…)`; expected one of {TOOL_KEYS}"),
+            );
+            skip_value(&inner)?;
+        }
+        Ok(())
+    })?;
+    Ok(tool)
+}
+
+/// A config entry, or the error in its value (kept so parsing goes on).
+struct ConfigEntryParse(syn::Result<ConfigEntry>);
+
+impl Parse for ConfigEntryParse {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let (key, key_span) = if input.peek(LitStr) {
+            let lit: LitStr = input.parse()?;
+            (lit.value(), lit.span())
+        } else {
+            let ident = Ident::parse_any(input)?;
+            (ident.unraw().to_string(), ident.span())
+        };
+        input.parse::<Token![=]>()?;
+        let expr: Expr = input.parse()?;
+        Ok(Self(config_lit(&expr).map(|value| ConfigEntry {
+            key,
+            key_span,
+            value,
+        })))
+    }
+}
+
+fn config_lit(expr: &Expr) -> syn::Result<ConfigLit> {
+    let unsupported = || {
+        syn::Error::new_spanned(
+            expr,
+            "config values must be literals: a string, an integer, a float or a bool",
+        )
+    };
+    match expr {
+        Expr::Lit(syn::ExprLit { lit, .. }) => match lit {
+            Lit::Str(text) => Ok(ConfigLit::Str(text.clone())),
+            Lit::Int(int) => Ok(ConfigLit::Int(int.base10_parse()?)),
+            Lit::Float(float) => Ok(ConfigLit::Float(float.base10_parse()?)),
+            Lit::Bool(flag) => Ok(ConfigLit::Bool(flag.value)),
+            _ => Err(unsupported()),
+        },
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => match config_lit(inner)? {
+            ConfigLit::Int(value) => Ok(ConfigLit::Int(-value)),
+            ConfigLit::Float(value) => Ok(ConfigLit::Float(-value)),
+            _ => Err(unsupported()),
+        },
+        _ => Err(unsupported()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse_ok(tokens: TokenStream) -> ServiceAttr {
+        let mut errors = Errors::default();
+        let attr = parse(tokens, &mut errors);
+        errors.finish().unwrap();
+        attr
+    }
+
+    fn parse_err(tokens: TokenStream) -> Vec<String> {
+        let mut errors = Errors::default();
+        parse(tokens, &mut errors);
+        errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|error| error.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn parses_every_key() {
+        let attr = parse_ok(quote!(
+            topic = "rag",
+            id = "custom-rag",
+            request_queue = "persistent://a/b/c",
+            response_queue = "persistent://a/b/d",
+            subscription = "s",
+            concurrency = 4,
+            tool(
+                name = "query-customers",
+                description = "Query",
+                config(
+                    collection = "customers",
+                    limit = -5,
+                    "max-ratio" = 0.5,
+                    strict = true
+                )
+            ),
+            tool(name = "query-products", config(collection = "products")),
+            crate = "::my::tool_service",
+        ));
+        assert_eq!(attr.topic.unwrap().value(), "rag");
+        assert_eq!(
+            attr.concurrency.unwrap().base10_parse::<usize>().unwrap(),
+            4
+        );
+        assert_eq!(attr.tools.len(), 2);
+        let keys: Vec<&str> = attr.tools[0]
+            .config
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["collection", "limit", "max-ratio", "strict"]);
+        assert!(matches!(attr.tools[0].config[1].value, ConfigLit::Int(-5)));
+        assert!(attr.krate.is_some());
+    }
+
+    #[test]
+    fn reports_every_mistake_at_once() {
+        let errors = parse_err(quote!(
+            topic = "a",
+            topic = "b",
+            colour = 1,
+            id = some_const,
+            tool(nme = "x")
+        ));
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].contains("duplicate `topic`"));
+        assert!(errors[1].starts_with("unknown key `colour`; expected one of `topic`"));
+        assert!(errors[2].contains("`id` must be a string literal"));
+        assert!(errors[3].contains("unknown key `nme` in `tool(…)`"));
+    }
+
+    #[test]
+    fn config_values_must_be_literals() {
+        let errors = parse_err(quote!(topic = "a", tool(config(x = some::path, y = "ok"))));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("config values must be literals"));
+    }
+}

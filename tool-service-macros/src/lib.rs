@@ -1,0 +1,86 @@
+//! Procedural macros of [`tool-service`](https://docs.rs/tool-service).
+//! Depend on `tool-service`, which re-exports them.
+
+mod attr;
+mod ctxt;
+mod doc;
+mod expand;
+mod model;
+
+use proc_macro::TokenStream;
+
+/// Turns an `async fn` into a TrustGraph tool service.
+///
+/// ```
+/// use tool_service::tool_service;
+///
+/// /// Tell a joke on a given topic.
+/// ///
+/// /// # Arguments
+/// /// * `topic` - The topic for the joke (e.g., programming, animals, food)
+/// #[tool_service(topic = "joke")]
+/// async fn tell_joke(topic: String) -> String {
+///     format!("Why did the {topic} cross the road?")
+/// }
+/// ```
+///
+/// This registers a service `joke-service` that consumes
+/// `non-persistent://tg/request/joke` (Shared subscription
+/// `joke-service-request`), answers on `non-persistent://tg/response/joke`,
+/// and backs one tool `tell-joke` with one string argument `topic`. The
+/// function itself is left as written and stays callable.
+///
+/// # Attribute keys
+///
+/// | key | meaning | default |
+/// |---|---|---|
+/// | `topic = "joke"` | the short topic name (required) | |
+/// | `id = "…"` | the service id | `"{topic}-service"` |
+/// | `request_queue = "…"` | full request topic | `non-persistent://tg/request/{topic}` |
+/// | `response_queue = "…"` | full response topic | `non-persistent://tg/response/{topic}` |
+/// | `subscription = "…"` | Shared subscription name | `"{id}-request"` |
+/// | `concurrency = 8` | most requests handled at once | the `serve` default |
+/// | `tool(name = "…", description = "…", config(key = value, …))` | a tool backed by this service; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
+/// | `crate = "…"` | path to the `tool_service` crate | `::tool_service` |
+///
+/// # Parameters
+///
+/// All optional, in any order:
+///
+/// | parameter | receives |
+/// |---|---|
+/// | `topic: String` (no attribute) | one LLM argument, named after the parameter and described by the `# Arguments` section of the doc comment |
+/// | `#[args] a: MyArgs` | all LLM arguments as one struct (`Deserialize + JsonSchema`); field doc comments describe them |
+/// | `#[config_param] style: Option<Style>` | one config parameter; required unless an `Option` |
+/// | `#[config] c: MyConfig` | the whole config as one struct (`Deserialize + JsonSchema`); its fields are the `config-params` |
+/// | `#[context] ctx: Context` (or `&Context`) | the request id, user and service id |
+/// | `#[stream] out: Chunks` (or `&Chunks`) | makes the service stream: each `out.send(…)` is a frame |
+///
+/// `#[config]`/`#[args]` parameters may be references (`&MyConfig`). Serde
+/// attributes (`rename`, `default`, `Option`) mean the same in decoding and in
+/// the descriptors. A tool preset whose config names an unknown param or omits
+/// a required one is a compile error where the params are visible (single
+/// `#[config_param]`s) and a registry error when descriptors are emitted
+/// otherwise.
+///
+/// # Return types
+///
+/// A `String` is sent as is; any other `serde::Serialize` value as its JSON
+/// text (a value whose JSON is a string is sent unquoted, `()` as ""). A
+/// `Result<T, E>` sends `Err(e)` as an error frame of type
+/// `tool-service-error` and message `e.to_string()`; implement
+/// `tool_service::TypedError` on `E` to choose another type.
+///
+/// # Mistakes caught at compile time
+///
+/// ```compile_fail
+/// use tool_service::tool_service;
+///
+/// /// Not async.
+/// #[tool_service(topic = "joke")]
+/// fn tell_joke() -> String { String::new() }
+/// ```
+#[proc_macro_attribute]
+pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::tool_service(attr.into(), item.into()).into()
+}

@@ -1,0 +1,561 @@
+//! The JSON descriptors a TrustGraph agent loads: one `tool-service` item per
+//! service and one `tool` item per tool, built from the service's types.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::registry::Service;
+
+/// The fields of a `tool` item; a config param may not use these names.
+const TOOL_FIELDS: [&str; 5] = ["type", "name", "description", "service", "arguments"];
+
+/// The `tool-service` config item: how to reach a service.
+///
+/// ```
+/// use tool_service::descriptor::{ConfigParam, ToolServiceDescriptor};
+///
+/// let json = r#"{"id": "joke-service",
+///   "request-queue": "non-persistent://tg/request/joke",
+///   "response-queue": "non-persistent://tg/response/joke",
+///   "config-params": [{"name": "style", "required": false}]}"#;
+/// let descriptor: ToolServiceDescriptor = serde_json::from_str(json).unwrap();
+/// assert_eq!(descriptor.config_params, [ConfigParam { name: "style".into(), required: false }]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolServiceDescriptor {
+    /// The service id.
+    pub id: String,
+    /// The request topic.
+    #[serde(rename = "request-queue")]
+    pub request_queue: String,
+    /// The response topic.
+    #[serde(rename = "response-queue")]
+    pub response_queue: String,
+    /// The config parameters a tool of this service may set.
+    #[serde(rename = "config-params", default)]
+    pub config_params: Vec<ConfigParam>,
+}
+
+/// One config parameter of a service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigParam {
+    /// The name, as the config decoder accepts it.
+    pub name: String,
+    /// Whether every tool must set it (not an `Option`, no serde default).
+    pub required: bool,
+}
+
+/// The `tool` config item: a tool the agent offers the LLM.
+///
+/// ```
+/// use tool_service::descriptor::ToolDescriptor;
+///
+/// let json = r#"{"type": "tool-service", "name": "tell-joke",
+///   "description": "Tell a joke on a given topic", "service": "joke-service",
+///   "style": "pun",
+///   "arguments": [{"name": "topic", "type": "string", "description": "The topic"}]}"#;
+/// let tool: ToolDescriptor = serde_json::from_str(json).unwrap();
+/// assert_eq!(tool.config["style"], "pun");
+/// assert_eq!(serde_json::to_string(&tool).unwrap(), json.replace("\n  ", " ").replace(": ", ":").replace(", ", ","));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDescriptor {
+    /// Always `tool-service`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The tool name the LLM calls.
+    pub name: String,
+    /// What the tool does, for the LLM.
+    pub description: String,
+    /// The id of the service behind the tool.
+    pub service: String,
+    /// The config values this tool sends to the service.
+    #[serde(flatten)]
+    pub config: Map<String, Value>,
+    /// The arguments the LLM provides.
+    #[serde(default)]
+    pub arguments: Vec<Argument>,
+}
+
+/// One argument the LLM provides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Argument {
+    /// The name, as the argument decoder accepts it.
+    pub name: String,
+    /// A JSON type word: `string`, `integer`, `number`, `boolean`, `array` or `object`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What to pass, for the LLM (from the field's doc comment).
+    pub description: String,
+}
+
+/// All descriptors of a binary, shaped like TrustGraph's config tree.
+///
+/// ```
+/// let tree = tool_service::descriptor::ConfigTree::default();
+/// assert_eq!(serde_json::to_string(&tree).unwrap(), r#"{"tool-service":{},"tool":{}}"#);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigTree {
+    /// `tool-service` items by service id.
+    #[serde(rename = "tool-service")]
+    pub tool_service: BTreeMap<String, ToolServiceDescriptor>,
+    /// `tool` items by tool name.
+    pub tool: BTreeMap<String, ToolDescriptor>,
+}
+
+impl ConfigTree {
+    /// Each item as `(key, JSON)`, keys like `tool-service/joke-service` and
+    /// `tool/tell-joke`, ready for `tg-put-config-item`.
+    pub fn items(&self) -> Vec<(String, Value)> {
+        let services = self
+            .tool_service
+            .iter()
+            .map(|(id, item)| (format!("tool-service/{id}"), serde_json::to_value(item)));
+        let tools = self
+            .tool
+            .iter()
+            .map(|(name, item)| (format!("tool/{name}"), serde_json::to_value(item)));
+        services
+            .chain(tools)
+            .map(|(key, value)| (key, value.expect("descriptors always encode")))
+            .collect()
+    }
+}
+
+/// Why a service's descriptors cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescriptorError {
+    /// The config or argument type is not a struct with named fields.
+    #[error("service `{service}`: the {what} type must be a struct with named fields (its JSON schema is not an object)")]
+    NotAnObject {
+        /// The service id.
+        service: String,
+        /// `config` or `arguments`.
+        what: &'static str,
+    },
+    /// An argument has no description.
+    #[error("service `{service}`: argument `{argument}` has no description; add a doc comment to its field")]
+    UndocumentedArgument {
+        /// The service id.
+        service: String,
+        /// The argument name.
+        argument: String,
+    },
+    /// A config param shadows a field of the tool item.
+    #[error("service `{service}`: config param `{param}` collides with the tool descriptor field of that name; rename it")]
+    ReservedConfigParam {
+        /// The service id.
+        service: String,
+        /// The param name.
+        param: String,
+    },
+    /// A preset sets a param the service does not have.
+    #[error(
+        "tool `{tool}`: `{param}` is not a config param of service `{service}` (known: {known})"
+    )]
+    UnknownConfigParam {
+        /// The tool name.
+        tool: String,
+        /// The service id.
+        service: String,
+        /// The unknown name.
+        param: String,
+        /// The service's params, comma separated.
+        known: String,
+    },
+    /// A preset leaves out a required param.
+    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({param} = …)` to the tool")]
+    MissingConfigParam {
+        /// The tool name.
+        tool: String,
+        /// The service id.
+        service: String,
+        /// The missing name.
+        param: String,
+    },
+    /// A preset's values do not decode as the service's config.
+    #[error("tool `{tool}`: its config values do not fit service `{service}`: {message}")]
+    InvalidConfigValue {
+        /// The tool name.
+        tool: String,
+        /// The service id.
+        service: String,
+        /// The decoder's message.
+        message: String,
+    },
+}
+
+/// Builds the descriptors of one service and its tools, or every problem.
+pub(crate) fn describe(
+    service: Service,
+) -> Result<(ToolServiceDescriptor, Vec<ToolDescriptor>), Vec<DescriptorError>> {
+    let spec = service.spec();
+    let id = service.id().to_owned();
+    let mut errors = Vec::new();
+
+    let config_schema = (spec.config_schema)();
+    let config_params = match object_fields(config_schema.as_value()) {
+        Some(fields) => fields
+            .into_iter()
+            .map(|field| ConfigParam {
+                name: field.name,
+                required: field.required,
+            })
+            .collect(),
+        None => {
+            errors.push(DescriptorError::NotAnObject {
+                service: id.clone(),
+                what: "config",
+            });
+            Vec::new()
+        }
+    };
+    for param in &config_params {
+        if TOOL_FIELDS.contains(&param.name.as_str()) {
+            errors.push(DescriptorError::ReservedConfigParam {
+                service: id.clone(),
+                param: param.name.clone(),
+            });
+        }
+    }
+
+    let arguments_schema = (spec.arguments_schema)();
+    let arguments = match object_fields(arguments_schema.as_value()) {
+        Some(fields) => fields
+            .into_iter()
+            .map(|field| Argument {
+                kind: type_word(&field.schema, arguments_schema.as_value()).to_owned(),
+                description: field.description.unwrap_or_default(),
+                name: field.name,
+            })
+            .collect(),
+        None => {
+            errors.push(DescriptorError::NotAnObject {
+                service: id.clone(),
+                what: "arguments",
+            });
+            Vec::new()
+        }
+    };
+    for argument in &arguments {
+        if argument.description.trim().is_empty() {
+            errors.push(DescriptorError::UndocumentedArgument {
+                service: id.clone(),
+                argument: argument.name.clone(),
+            });
+        }
+    }
+
+    let known: BTreeSet<&str> = config_params
+        .iter()
+        .map(|param| param.name.as_str())
+        .collect();
+    let mut tools = Vec::new();
+    for tool in spec.tools {
+        let config: Map<String, Value> = tool
+            .config
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.to_json()))
+            .collect();
+        let before = errors.len();
+        for name in config.keys() {
+            if !known.contains(name.as_str()) {
+                errors.push(DescriptorError::UnknownConfigParam {
+                    tool: tool.name.to_owned(),
+                    service: id.clone(),
+                    param: name.clone(),
+                    known: if known.is_empty() {
+                        String::from("none")
+                    } else {
+                        known.iter().copied().collect::<Vec<_>>().join(", ")
+                    },
+                });
+            }
+        }
+        for param in config_params.iter().filter(|param| param.required) {
+            if !config.contains_key(&param.name) {
+                errors.push(DescriptorError::MissingConfigParam {
+                    tool: tool.name.to_owned(),
+                    service: id.clone(),
+                    param: param.name.clone(),
+                });
+            }
+        }
+        if errors.len() == before {
+            let text = Value::Object(config.clone()).to_string();
+            if let Err(error) = (spec.check_config)(&text) {
+                errors.push(DescriptorError::InvalidConfigValue {
+                    tool: tool.name.to_owned(),
+                    service: id.clone(),
+                    message: error.message().to_owned(),
+                });
+            }
+        }
+        tools.push(ToolDescriptor {
+            kind: String::from("tool-service"),
+            name: tool.name.to_owned(),
+            description: tool.description.to_owned(),
+            service: id.clone(),
+            config,
+            arguments: arguments.clone(),
+        });
+    }
+
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let descriptor = ToolServiceDescriptor {
+        id,
+        request_queue: service.request_queue(),
+        response_queue: service.response_queue(),
+        config_params,
+    };
+    Ok((descriptor, tools))
+}
+
+/// One property of an object schema.
+#[derive(Debug)]
+struct Field {
+    name: String,
+    required: bool,
+    description: Option<String>,
+    schema: Value,
+}
+
+/// The properties of an object schema, in declaration order; `None` when the
+/// schema is not an object.
+fn object_fields(root: &Value) -> Option<Vec<Field>> {
+    let object = resolve(root, root);
+    let properties = match object.get("properties") {
+        Some(Value::Object(properties)) => properties,
+        Some(_) => return None,
+        None if type_word(object, root) == "object" => return Some(Vec::new()),
+        None => return None,
+    };
+    let required: BTreeSet<&str> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    Some(
+        properties
+            .iter()
+            .map(|(name, schema)| Field {
+                name: name.clone(),
+                required: required.contains(name.as_str()),
+                description: schema
+                    .get("description")
+                    .or_else(|| resolve(schema, root).get("description"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                schema: schema.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// Follows a local `$ref` (`#/$defs/Name`) to the schema it names.
+fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    let mut current = schema;
+    for _ in 0..32 {
+        let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
+            return current;
+        };
+        let Some(pointer) = reference.strip_prefix('#') else {
+            return current;
+        };
+        match root.pointer(pointer) {
+            Some(target) => current = target,
+            None => return current,
+        }
+    }
+    current
+}
+
+/// The JSON type word of a schema: `string`, `integer`, `number`, `boolean`,
+/// `array` or `object`. `null` alternatives (from `Option`) are ignored; a
+/// schema that admits anything is `object`.
+pub(crate) fn type_word<'a>(schema: &'a Value, root: &'a Value) -> &'a str {
+    let schema = resolve(schema, root);
+    match schema.get("type") {
+        Some(Value::String(word)) if word != "null" => return word,
+        Some(Value::Array(words)) => {
+            if let Some(word) = words
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|word| *word != "null")
+            {
+                return word;
+            }
+        }
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(options)) = schema.get(key) {
+            let words: Vec<&str> = options
+                .iter()
+                .map(|option| type_word(option, root))
+                .filter(|word| *word != "null")
+                .collect();
+            if let Some(first) = words.first() {
+                if words.iter().all(|word| word == first) {
+                    return first;
+                }
+                return "object";
+            }
+        }
+    }
+    let constant = schema
+        .get("const")
+        .or_else(|| schema.get("enum").and_then(|values| values.get(0)));
+    match constant {
+        Some(Value::String(_)) => "string",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(number)) if number.is_f64() => "number",
+        Some(Value::Number(_)) => "integer",
+        Some(Value::Array(_)) => "array",
+        Some(Value::Null) if schema.get("type").is_some() => "null",
+        _ if schema.get("properties").is_some() => "object",
+        _ if schema.get("items").is_some() => "array",
+        _ => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemars::JsonSchema;
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "kebab-case")]
+    struct Config {
+        /// The collection.
+        collection: String,
+        max_results: Option<u32>,
+        #[serde(default)]
+        verbose: bool,
+        #[serde(rename = "k")]
+        top_k: u8,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Style {
+        Pun,
+        DadJoke,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Inner {
+        a: u8,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Args {
+        /// text
+        text: String,
+        /// int
+        count: i64,
+        /// float
+        ratio: f64,
+        /// flag
+        flag: Option<bool>,
+        /// list
+        items: Vec<String>,
+        /// nested
+        inner: Inner,
+        /// maybe nested
+        maybe_inner: Option<Inner>,
+        /// enum
+        style: Style,
+        /// maybe enum
+        maybe_style: Option<Style>,
+        /// map
+        map: BTreeMap<String, u8>,
+        /// anything
+        any: Value,
+    }
+
+    #[test]
+    fn config_params_follow_serde() {
+        let schema = schemars::schema_for!(Config);
+        let fields = object_fields(schema.as_value()).unwrap();
+        let params: Vec<(String, bool)> =
+            fields.into_iter().map(|f| (f.name, f.required)).collect();
+        assert_eq!(
+            params,
+            [
+                ("collection".into(), true),
+                ("max-results".into(), false),
+                ("verbose".into(), false),
+                ("k".into(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn type_words_cover_common_shapes() {
+        let schema = schemars::schema_for!(Args);
+        let root = schema.as_value();
+        let words: Vec<(String, String, String)> = object_fields(root)
+            .unwrap()
+            .into_iter()
+            .map(|f| {
+                (
+                    f.name,
+                    type_word(&f.schema, root).to_owned(),
+                    f.description.unwrap(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("text", "string"),
+            ("count", "integer"),
+            ("ratio", "number"),
+            ("flag", "boolean"),
+            ("items", "array"),
+            ("inner", "object"),
+            ("maybe_inner", "object"),
+            ("style", "string"),
+            ("maybe_style", "string"),
+            ("map", "object"),
+            ("any", "object"),
+        ];
+        assert_eq!(words.len(), expected.len());
+        for ((name, word, description), (want_name, want_word)) in words.iter().zip(expected) {
+            assert_eq!((name.as_str(), word.as_str()), (want_name, want_word));
+            assert!(!description.is_empty());
+        }
+    }
+
+    #[test]
+    fn non_objects_are_not_fields() {
+        let schema = schemars::schema_for!(String);
+        assert!(object_fields(schema.as_value()).is_none());
+        let schema = schemars::schema_for!(Style);
+        assert!(object_fields(schema.as_value()).is_none());
+    }
+
+    #[test]
+    fn items_are_keyed_for_put_config_item() {
+        let mut tree = ConfigTree::default();
+        tree.tool_service.insert(
+            "s".into(),
+            ToolServiceDescriptor {
+                id: "s".into(),
+                request_queue: "rq".into(),
+                response_queue: "rs".into(),
+                config_params: vec![],
+            },
+        );
+        let keys: Vec<String> = tree.items().into_iter().map(|(key, _)| key).collect();
+        assert_eq!(keys, ["tool-service/s"]);
+    }
+}

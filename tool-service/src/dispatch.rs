@@ -1,0 +1,284 @@
+//! One request in, one or more frames out: decode → handler → encode.
+//!
+//! This is the path every request takes, from the broker and from the `call`
+//! command alike.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use serde::de::DeserializeOwned;
+
+use crate::registry::Service;
+use crate::stream::Chunks;
+use crate::wire::{Frame, Request};
+use crate::{Context, ToolError};
+
+/// The future a registered handler returns: the final response text or error.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
+
+/// A registered handler: generated glue that decodes the invocation and calls
+/// the user's function.
+pub type Handler = fn(Invocation) -> HandlerFuture;
+
+/// Everything a handler call receives.
+#[derive(Debug)]
+pub struct Invocation {
+    pub(crate) request: Request,
+    pub(crate) context: Context,
+    pub(crate) chunks: Chunks,
+}
+
+impl Invocation {
+    /// The request being served.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// The request's context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+}
+
+/// Where the frames of a response go.
+///
+/// ```
+/// use tool_service::dispatch::FrameSink;
+/// use tool_service::wire::Frame;
+///
+/// struct Print;
+/// impl FrameSink for Print {
+///     type Error = std::convert::Infallible;
+///     async fn send(&mut self, id: &str, frame: Frame) -> Result<(), Self::Error> {
+///         println!("{id}: {}", String::from_utf8_lossy(&frame.encode()));
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait FrameSink {
+    /// Why a frame could not be sent.
+    type Error;
+
+    /// Sends one frame for the request `id`.
+    fn send(
+        &mut self,
+        id: &str,
+        frame: Frame,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// Collects frames in memory.
+impl FrameSink for Vec<Frame> {
+    type Error = std::convert::Infallible;
+
+    async fn send(&mut self, _id: &str, frame: Frame) -> Result<(), Self::Error> {
+        self.push(frame);
+        Ok(())
+    }
+}
+
+/// Serves one request payload: decodes it, runs the service's handler and
+/// sends its frame(s) to `sink` under `id`. Every outcome, including a
+/// malformed payload and a panicking handler, ends in exactly one frame with
+/// `end_of_stream: true`.
+///
+/// Returns whether the last frame was a success.
+///
+/// # Errors
+/// Only the sink's errors; the request's own failures become error frames.
+pub async fn dispatch<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
+    payload: &[u8],
+    sink: &mut S,
+) -> Result<bool, S::Error> {
+    match Request::decode(payload) {
+        Ok(request) => run(service, id, request, sink).await,
+        Err(error) => {
+            sink.send(id, Frame::last(Err(error))).await?;
+            Ok(false)
+        }
+    }
+}
+
+/// Serves one decoded request; see [`dispatch`].
+///
+/// # Errors
+/// Only the sink's errors.
+pub async fn run<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
+    request: Request,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
+    let context = Context::new(id, request.user.clone(), service.id());
+    let outcome = if service.is_streaming() {
+        let (chunks, mut receiver) = Chunks::channel();
+        let invocation = Invocation {
+            request,
+            context,
+            chunks,
+        };
+        let mut handler = CatchPanic(call_handler(service, invocation));
+        loop {
+            tokio::select! {
+                biased;
+                Some(chunk) = receiver.recv() => sink.send(id, Frame::chunk(chunk)).await?,
+                outcome = &mut handler => {
+                    receiver.close();
+                    while let Ok(chunk) = receiver.try_recv() {
+                        sink.send(id, Frame::chunk(chunk)).await?;
+                    }
+                    break outcome;
+                }
+            }
+        }
+    } else {
+        let invocation = Invocation {
+            request,
+            context,
+            chunks: Chunks::disconnected(),
+        };
+        CatchPanic(call_handler(service, invocation)).await
+    };
+    let ok = outcome.is_ok();
+    sink.send(id, Frame::last(outcome)).await?;
+    Ok(ok)
+}
+
+/// Calls the handler, turning a panic while creating its future into an error.
+fn call_handler(service: Service, invocation: Invocation) -> HandlerFuture {
+    let handler = service.handler();
+    match catch_unwind(AssertUnwindSafe(move || handler(invocation))) {
+        Ok(future) => future,
+        Err(panic) => Box::pin(std::future::ready(Err(panic_error(&*panic)))),
+    }
+}
+
+/// Polls a handler future, turning a panic into a `handler-panic` error.
+struct CatchPanic(HandlerFuture);
+
+impl Future for CatchPanic {
+    type Output = Result<String, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => Poll::Ready(Err(panic_error(&*panic))),
+        }
+    }
+}
+
+fn panic_error(panic: &(dyn Any + Send)) -> ToolError {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    let message = match detail {
+        Some(detail) => format!("the tool handler panicked: {detail}"),
+        None => String::from("the tool handler panicked"),
+    };
+    tracing::error!(%message, "handler panicked");
+    ToolError::with_type(ToolError::HANDLER_PANIC, message)
+}
+
+/// Decodes `config` or `arguments` text into the handler's type. The error
+/// names the offending field.
+pub(crate) fn decode_object<T: DeserializeOwned>(
+    text: &str,
+    what: &'static str,
+    kind: &'static str,
+) -> Result<T, ToolError> {
+    let invalid =
+        |message: String| ToolError::with_type(kind, format!("invalid {what}: {message}"));
+    if !text.trim_start().starts_with('{') {
+        return Err(invalid(format!("`{what}` must hold a JSON object")));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path == "." {
+            invalid(inner.to_string())
+        } else {
+            invalid(format!("field `{path}`: {inner}"))
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| invalid(error.to_string()))?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Args {
+        topic: String,
+        #[serde(default)]
+        count: Option<u32>,
+        nested: Option<Inner>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Inner {
+        depth: u8,
+    }
+
+    fn args_error(text: &str) -> String {
+        let error =
+            decode_object::<Args>(text, "arguments", ToolError::INVALID_ARGUMENTS).unwrap_err();
+        assert_eq!(error.kind(), ToolError::INVALID_ARGUMENTS);
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn decodes_objects() {
+        let args: Args = decode_object(
+            r#"{"topic": "food", "extra": 1}"#,
+            "arguments",
+            ToolError::INVALID_ARGUMENTS,
+        )
+        .unwrap();
+        assert_eq!(args.topic, "food");
+        assert_eq!(args.count, None);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let message = args_error(r#"{"topic": 5}"#);
+        assert!(
+            message.starts_with("invalid arguments: field `topic`: invalid type: integer `5`"),
+            "{message}"
+        );
+        let message = args_error(r#"{"topic": "x", "nested": {"depth": 300}}"#);
+        assert!(message.contains("field `nested.depth`"), "{message}");
+        let message = args_error(r#"{}"#);
+        assert!(message.contains("missing field `topic`"), "{message}");
+    }
+
+    #[test]
+    fn rejects_non_objects_and_trailing_text() {
+        assert!(args_error(r#"["food"]"#).contains("must hold a JSON object"));
+        assert!(args_error("not json").contains("must hold a JSON object"));
+        assert!(args_error(r#"{"topic": "x"} trailing"#).contains("trailing characters"));
+        assert!(args_error(r#"{"topic": "#).contains("EOF"));
+    }
+
+    #[test]
+    fn panic_messages_are_reported() {
+        let error = panic_error(&"boom");
+        assert_eq!(error.kind(), ToolError::HANDLER_PANIC);
+        assert_eq!(error.message(), "the tool handler panicked: boom");
+        let error = panic_error(&String::from("owned"));
+        assert!(error.message().ends_with("owned"));
+        let error = panic_error(&42u8);
+        assert_eq!(error.message(), "the tool handler panicked");
+    }
+}

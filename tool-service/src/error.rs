@@ -1,0 +1,226 @@
+//! The error half of a response frame, and how handler errors become one.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// An error as it travels in a response frame: `{"type": …, "message": …}`.
+///
+/// ```
+/// use tool_service::ToolError;
+///
+/// let error = ToolError::new("no joke about that");
+/// assert_eq!(error.kind(), "tool-service-error");
+/// assert_eq!(
+///     serde_json::to_string(&error).unwrap(),
+///     r#"{"type":"tool-service-error","message":"no joke about that"}"#
+/// );
+/// ```
+///
+/// TrustGraph's agent reads only `message`; `type` tells people and metrics what
+/// went wrong. The framework uses these types:
+///
+/// | type | when |
+/// |---|---|
+/// | `tool-service-error` | the handler returned an error ([`ToolError::DEFAULT_TYPE`]) |
+/// | `invalid-request` | the request payload is not a JSON object of the request shape |
+/// | `invalid-config` | `config` is not a JSON object the service's config type accepts |
+/// | `invalid-arguments` | `arguments` is not a JSON object the service's argument type accepts |
+/// | `handler-panic` | the handler panicked |
+///
+/// A handler's own error type may pick its type by implementing [`TypedError`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolError {
+    #[serde(rename = "type")]
+    kind: Cow<'static, str>,
+    message: String,
+}
+
+impl ToolError {
+    /// The type TrustGraph gives every tool-service error.
+    pub const DEFAULT_TYPE: &'static str = "tool-service-error";
+    /// Type of a payload that is not a request.
+    pub const INVALID_REQUEST: &'static str = "invalid-request";
+    /// Type of a `config` the service cannot decode.
+    pub const INVALID_CONFIG: &'static str = "invalid-config";
+    /// Type of `arguments` the service cannot decode.
+    pub const INVALID_ARGUMENTS: &'static str = "invalid-arguments";
+    /// Type of a handler that panicked.
+    pub const HANDLER_PANIC: &'static str = "handler-panic";
+
+    /// An error of the default type `tool-service-error`.
+    ///
+    /// ```
+    /// let error = tool_service::ToolError::new("the knowledge base is offline");
+    /// assert_eq!(error.message(), "the knowledge base is offline");
+    /// ```
+    pub fn new(message: impl Into<String>) -> Self {
+        Self::with_type(Self::DEFAULT_TYPE, message)
+    }
+
+    /// An error of the given type.
+    ///
+    /// ```
+    /// let error = tool_service::ToolError::with_type("rate-limited", "try again in 3 s");
+    /// assert_eq!(error.kind(), "rate-limited");
+    /// ```
+    pub fn with_type(kind: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The error's `type`.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The error's `message`, the text TrustGraph's agent shows.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// Shows the message only, as TrustGraph's client raises it.
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// An error type that chooses the `type` of its error frames.
+///
+/// Any `E: Display` returned as `Err(E)` by a handler becomes an error of type
+/// `tool-service-error` with `E`'s text as message. Implement this trait to
+/// choose another type:
+///
+/// ```
+/// use std::borrow::Cow;
+///
+/// #[derive(Debug, thiserror::Error)]
+/// enum SearchError {
+///     #[error("the index is being rebuilt")]
+///     Unavailable,
+///     #[error("no collection named {0}")]
+///     UnknownCollection(String),
+/// }
+///
+/// impl tool_service::TypedError for SearchError {
+///     fn error_type(&self) -> Cow<'static, str> {
+///         match self {
+///             SearchError::Unavailable => "unavailable".into(),
+///             SearchError::UnknownCollection(_) => "not-found".into(),
+///         }
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be sent as a tool-service error",
+    label = "this error type does not implement `Display`",
+    note = "implement `std::fmt::Display` for `{Self}` (e.g. derive `thiserror::Error`), or return `tool_service::ToolError`"
+)]
+pub trait TypedError: fmt::Display {
+    /// The `type` of the error frame for this error.
+    fn error_type(&self) -> Cow<'static, str>;
+}
+
+impl TypedError for ToolError {
+    fn error_type(&self) -> Cow<'static, str> {
+        self.kind.clone()
+    }
+}
+
+impl<T: TypedError + ?Sized> TypedError for &T {
+    fn error_type(&self) -> Cow<'static, str> {
+        (**self).error_type()
+    }
+}
+
+/// Turns a handler's `Err` value into a [`ToolError`], preferring
+/// [`TypedError`] over plain `Display` (resolved at the concrete type in
+/// generated code).
+#[doc(hidden)]
+pub struct ErrorProbe<'a, E: ?Sized>(pub &'a E);
+
+#[doc(hidden)]
+pub trait ViaTypedError {
+    fn __tool_service_error(&self) -> ToolError;
+}
+
+impl<E: TypedError + ?Sized> ViaTypedError for ErrorProbe<'_, E> {
+    fn __tool_service_error(&self) -> ToolError {
+        ToolError::with_type(self.0.error_type(), self.0.to_string())
+    }
+}
+
+#[doc(hidden)]
+pub trait ViaDisplay {
+    fn __tool_service_error(&self) -> ToolError;
+}
+
+impl<E: fmt::Display + ?Sized> ViaDisplay for &ErrorProbe<'_, E> {
+    fn __tool_service_error(&self) -> ToolError {
+        ToolError::new(self.0.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Plain;
+    impl fmt::Display for Plain {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("plain failure")
+        }
+    }
+
+    #[derive(Debug)]
+    struct Typed;
+    impl fmt::Display for Typed {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("typed failure")
+        }
+    }
+    impl TypedError for Typed {
+        fn error_type(&self) -> Cow<'static, str> {
+            "my-type".into()
+        }
+    }
+
+    #[test]
+    fn display_errors_get_the_default_type() {
+        let error = (&ErrorProbe(&Plain)).__tool_service_error();
+        assert_eq!(error, ToolError::new("plain failure"));
+        let error = (&ErrorProbe(&String::from("text"))).__tool_service_error();
+        assert_eq!(error.kind(), "tool-service-error");
+        assert_eq!(error.message(), "text");
+    }
+
+    #[test]
+    fn typed_errors_choose_their_type() {
+        let error = (&ErrorProbe(&Typed)).__tool_service_error();
+        assert_eq!(error, ToolError::with_type("my-type", "typed failure"));
+    }
+
+    #[test]
+    fn tool_errors_pass_through_unchanged() {
+        let original = ToolError::with_type("rate-limited", "slow down");
+        let error = (&ErrorProbe(&original)).__tool_service_error();
+        assert_eq!(error, original);
+    }
+
+    #[test]
+    fn serializes_in_trustgraph_shape() {
+        let json = serde_json::to_value(ToolError::new("boom")).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "tool-service-error", "message": "boom"})
+        );
+    }
+}

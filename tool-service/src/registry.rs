@@ -1,0 +1,355 @@
+//! Every service linked into the binary, collected with `inventory` and
+//! checked before anything is served or emitted.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::descriptor::{self, ConfigTree, ToolDescriptor, ToolServiceDescriptor};
+use crate::dispatch::Handler;
+
+/// What `#[tool_service]` registers for one service.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ServiceSpec {
+    pub id: &'static str,
+    pub topic: &'static str,
+    pub request_queue: Option<&'static str>,
+    pub response_queue: Option<&'static str>,
+    pub subscription: Option<&'static str>,
+    pub concurrency: Option<usize>,
+    pub streaming: bool,
+    pub tools: &'static [ToolSpec],
+    pub config_schema: fn() -> schemars::Schema,
+    pub arguments_schema: fn() -> schemars::Schema,
+    pub check_config: fn(&str) -> Result<(), crate::ToolError>,
+    pub handler: Handler,
+    pub function: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+}
+
+/// A tool preset as written in the attribute.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub config: &'static [(&'static str, ConfigValue)],
+}
+
+/// A config value fixed by a tool preset.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ConfigValue {
+    Str(&'static str),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl ConfigValue {
+    pub(crate) fn to_json(self) -> serde_json::Value {
+        match self {
+            ConfigValue::Str(text) => text.into(),
+            ConfigValue::Int(number) => number.into(),
+            ConfigValue::Float(number) => number.into(),
+            ConfigValue::Bool(flag) => flag.into(),
+        }
+    }
+}
+
+inventory::collect!(ServiceSpec);
+
+/// A registered service.
+///
+/// ```
+/// use tool_service::{tool_service, Registry};
+///
+/// /// Echo the text back.
+/// ///
+/// /// # Arguments
+/// /// * `text` - What to echo.
+/// #[tool_service(topic = "echo")]
+/// async fn echo(text: String) -> String {
+///     text
+/// }
+///
+/// let registry = Registry::collect().unwrap();
+/// let service = registry.service("echo-service").unwrap();
+/// assert_eq!(service.request_queue(), "non-persistent://tg/request/echo");
+/// assert_eq!(service.subscription(), "echo-service-request");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Service(&'static ServiceSpec);
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("id", &self.id())
+            .field("request_queue", &self.request_queue())
+            .field("response_queue", &self.response_queue())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// Wraps a registration record.
+    #[doc(hidden)]
+    pub const fn from_spec(spec: &'static ServiceSpec) -> Self {
+        Self(spec)
+    }
+
+    /// The service id (default `{topic}-service`), the key of its
+    /// `tool-service` descriptor.
+    pub fn id(&self) -> &'static str {
+        self.0.id
+    }
+
+    /// The short topic name given to the attribute.
+    pub fn topic(&self) -> &'static str {
+        self.0.topic
+    }
+
+    /// The full request topic (default `non-persistent://tg/request/{topic}`).
+    pub fn request_queue(&self) -> String {
+        match self.0.request_queue {
+            Some(queue) => queue.to_owned(),
+            None => format!("non-persistent://tg/request/{}", self.0.topic),
+        }
+    }
+
+    /// The full response topic (default `non-persistent://tg/response/{topic}`).
+    pub fn response_queue(&self) -> String {
+        match self.0.response_queue {
+            Some(queue) => queue.to_owned(),
+            None => format!("non-persistent://tg/response/{}", self.0.topic),
+        }
+    }
+
+    /// The Shared subscription on the request topic (default `{id}-request`).
+    pub fn subscription(&self) -> String {
+        match self.0.subscription {
+            Some(name) => name.to_owned(),
+            None => format!("{}-request", self.0.id),
+        }
+    }
+
+    /// The most requests this service handles at once, if the attribute set it.
+    pub fn concurrency(&self) -> Option<usize> {
+        self.0.concurrency
+    }
+
+    /// Whether the handler streams chunks (`#[stream]`).
+    pub fn is_streaming(&self) -> bool {
+        self.0.streaming
+    }
+
+    /// The names of the tools this service backs.
+    pub fn tool_names(&self) -> impl Iterator<Item = &'static str> {
+        self.0.tools.iter().map(|tool| tool.name)
+    }
+
+    /// Where the service is defined: `path::to::function (file:line)`.
+    pub fn defined_at(&self) -> String {
+        format!("{} ({}:{})", self.0.function, self.0.file, self.0.line)
+    }
+
+    pub(crate) fn spec(&self) -> &'static ServiceSpec {
+        self.0
+    }
+
+    pub(crate) fn handler(&self) -> Handler {
+        self.0.handler
+    }
+}
+
+/// A mistake in the set of services, found before deployment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// Two services share an id.
+    #[error("service id `{id}` is defined twice: by {first} and by {second}")]
+    DuplicateServiceId {
+        /// The id.
+        id: String,
+        /// One definition.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Two tools share a name.
+    #[error("tool name `{name}` is defined twice: by {first} and by {second}")]
+    DuplicateToolName {
+        /// The tool name.
+        name: String,
+        /// One definition.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Two services consume one request topic.
+    #[error("request queue `{queue}` is used twice: by {first} and by {second}")]
+    DuplicateRequestQueue {
+        /// The topic.
+        queue: String,
+        /// One definition.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A descriptor cannot be built.
+    #[error(transparent)]
+    Descriptor(#[from] descriptor::DescriptorError),
+}
+
+/// All the problems found in a set of services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryError {
+    problems: Vec<Problem>,
+}
+
+impl RegistryError {
+    /// Each problem found.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "{one}"),
+            many => {
+                write!(
+                    f,
+                    "{} problems in the registered tool services:",
+                    many.len()
+                )?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// The checked set of services in this binary and their descriptors.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    services: Vec<Service>,
+    tree: ConfigTree,
+}
+
+impl Registry {
+    /// Collects every `#[tool_service]` linked into the binary, from every
+    /// crate, and checks them.
+    ///
+    /// # Errors
+    /// Every problem found at once: duplicate service ids, tool names or
+    /// request queues (naming both definitions), and tool presets or types that
+    /// give no valid descriptor.
+    pub fn collect() -> Result<Self, RegistryError> {
+        Self::from_services(
+            inventory::iter::<ServiceSpec>
+                .into_iter()
+                .map(Service::from_spec),
+        )
+    }
+
+    /// Checks an explicit set of services.
+    ///
+    /// # Errors
+    /// As [`Registry::collect`].
+    pub fn from_services(
+        services: impl IntoIterator<Item = Service>,
+    ) -> Result<Self, RegistryError> {
+        let mut services: Vec<Service> = services.into_iter().collect();
+        services.sort_by(|a, b| a.id().cmp(b.id()).then(a.defined_at().cmp(&b.defined_at())));
+        let mut problems = Vec::new();
+        find_duplicates(&services, &mut problems);
+        let mut tree = ConfigTree::default();
+        for service in &services {
+            match descriptor::describe(*service) {
+                Ok((service_descriptor, tools)) => {
+                    tree.tool_service
+                        .insert(service.id().to_owned(), service_descriptor);
+                    for tool in tools {
+                        tree.tool.insert(tool.name.clone(), tool);
+                    }
+                }
+                Err(errors) => problems.extend(errors.into_iter().map(Problem::from)),
+            }
+        }
+        if problems.is_empty() {
+            Ok(Self { services, tree })
+        } else {
+            Err(RegistryError { problems })
+        }
+    }
+
+    /// The services, ordered by id.
+    pub fn services(&self) -> &[Service] {
+        &self.services
+    }
+
+    /// The service with this id.
+    pub fn service(&self, id: &str) -> Option<Service> {
+        self.services
+            .iter()
+            .copied()
+            .find(|service| service.id() == id)
+    }
+
+    /// The tool with this name and the service behind it.
+    pub fn tool(&self, name: &str) -> Option<(Service, &ToolDescriptor)> {
+        let tool = self.tree.tool.get(name)?;
+        Some((self.service(&tool.service)?, tool))
+    }
+
+    /// The `tool-service` descriptor of a service.
+    pub fn service_descriptor(&self, id: &str) -> Option<&ToolServiceDescriptor> {
+        self.tree.tool_service.get(id)
+    }
+
+    /// All descriptors, in TrustGraph's config-tree shape.
+    pub fn descriptors(&self) -> &ConfigTree {
+        &self.tree
+    }
+}
+
+fn find_duplicates(services: &[Service], problems: &mut Vec<Problem>) {
+    let mut ids: BTreeMap<&str, Service> = BTreeMap::new();
+    let mut tools: BTreeMap<&str, Service> = BTreeMap::new();
+    let mut queues: BTreeMap<String, Service> = BTreeMap::new();
+    for &service in services {
+        if let Some(first) = ids.insert(service.id(), service) {
+            problems.push(Problem::DuplicateServiceId {
+                id: service.id().to_owned(),
+                first: first.defined_at(),
+                second: service.defined_at(),
+            });
+        }
+        for name in service.tool_names() {
+            if let Some(first) = tools.insert(name, service) {
+                problems.push(Problem::DuplicateToolName {
+                    name: name.to_owned(),
+                    first: first.defined_at(),
+                    second: service.defined_at(),
+                });
+            }
+        }
+        if let Some(first) = queues.insert(service.request_queue(), service) {
+            problems.push(Problem::DuplicateRequestQueue {
+                queue: service.request_queue(),
+                first: first.defined_at(),
+                second: service.defined_at(),
+            });
+        }
+    }
+}

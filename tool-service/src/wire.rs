@@ -1,0 +1,289 @@
+//! The wire format of TrustGraph tool-service requests and responses.
+//!
+//! A request is UTF-8 JSON with a message property `id`:
+//! `{"user": "alice", "config": "{…}", "arguments": "{…}"}` where `config` and
+//! `arguments` are JSON *strings* holding JSON objects. A response frame is
+//! `{"error": null | {"type", "message"}, "response": "…", "end_of_stream": bool}`
+//! under the same `id`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ToolError;
+
+/// The `id` answered when a request carries no `id` property, as TrustGraph does.
+pub const UNKNOWN_ID: &str = "unknown";
+
+/// The name of the message property that correlates requests and responses.
+pub const ID_PROPERTY: &str = "id";
+
+/// A decoded request envelope. `config` and `arguments` are still JSON text.
+///
+/// ```
+/// use tool_service::wire::Request;
+///
+/// let request = Request::decode(
+///     br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": ""}"#,
+/// ).unwrap();
+/// assert_eq!(request.user.as_deref(), Some("alice"));
+/// assert_eq!(request.config, r#"{"style": "pun"}"#);
+/// assert_eq!(request.arguments, "{}"); // empty means `{}`
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// The calling user, when the caller sent one (TrustGraph 2.x does not).
+    pub user: Option<String>,
+    /// The tool's config values, a JSON object as text.
+    pub config: String,
+    /// The LLM's arguments, a JSON object as text.
+    pub arguments: String,
+}
+
+#[derive(Deserialize)]
+struct RawRequest {
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    config: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl Request {
+    /// Builds a request from JSON values, as a caller would send them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let request = tool_service::wire::Request::new(json!({"style": "pun"}), json!({}));
+    /// assert_eq!(request.config, r#"{"style":"pun"}"#);
+    /// ```
+    pub fn new(config: serde_json::Value, arguments: serde_json::Value) -> Self {
+        Self {
+            user: None,
+            config: config.to_string(),
+            arguments: arguments.to_string(),
+        }
+    }
+
+    /// Decodes a request payload. Unknown fields are ignored; a missing, `null`
+    /// or empty `config`/`arguments` means `{}`; an empty `user` means none.
+    ///
+    /// # Errors
+    /// An `invalid-request` [`ToolError`] saying what is wrong when the payload
+    /// is not UTF-8 JSON, not an object, or has a field of the wrong type. The
+    /// message never quotes the payload.
+    pub fn decode(payload: &[u8]) -> Result<Self, ToolError> {
+        let invalid = |what: String| ToolError::with_type(ToolError::INVALID_REQUEST, what);
+        let text = std::str::from_utf8(payload).map_err(|error| {
+            invalid(format!(
+                "the request payload is not valid UTF-8 (invalid byte at offset {})",
+                error.valid_up_to()
+            ))
+        })?;
+        match text.trim_start().as_bytes().first() {
+            Some(b'{') => {}
+            Some(_) => return Err(invalid("the request payload is not a JSON object".into())),
+            None => return Err(invalid("the request payload is empty".into())),
+        }
+        let raw: RawRequest = serde_json::from_str(text).map_err(|error| {
+            invalid(format!(
+                "the request payload is not a valid request: {error}"
+            ))
+        })?;
+        let object_text = |value: Option<String>| match value {
+            Some(text) if !text.trim().is_empty() => text,
+            _ => String::from("{}"),
+        };
+        Ok(Self {
+            user: raw.user.filter(|user| !user.is_empty()),
+            config: object_text(raw.config),
+            arguments: object_text(raw.arguments),
+        })
+    }
+
+    /// Encodes the request as a caller sends it.
+    ///
+    /// ```
+    /// use tool_service::wire::Request;
+    /// let request = Request { user: None, config: "{}".into(), arguments: r#"{"a":1}"#.into() };
+    /// assert_eq!(Request::decode(&request.encode()).unwrap(), request);
+    /// ```
+    pub fn encode(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            user: Option<&'a str>,
+            config: &'a str,
+            arguments: &'a str,
+        }
+        let out = Out {
+            user: self.user.as_deref(),
+            config: &self.config,
+            arguments: &self.arguments,
+        };
+        serde_json::to_vec(&out).expect("a request of strings always encodes")
+    }
+}
+
+/// One response message's payload.
+///
+/// ```
+/// use tool_service::wire::Frame;
+///
+/// let frame = Frame::last(Ok("a pun".into()));
+/// assert_eq!(
+///     String::from_utf8(frame.encode()).unwrap(),
+///     r#"{"error":null,"response":"a pun","end_of_stream":true}"#
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The error, or `null` on success.
+    pub error: Option<ToolError>,
+    /// The response text (empty on error).
+    #[serde(default)]
+    pub response: String,
+    /// `true` on the last frame of a response.
+    #[serde(default)]
+    pub end_of_stream: bool,
+}
+
+impl Frame {
+    /// A streamed chunk: `end_of_stream` is `false`.
+    pub fn chunk(text: String) -> Self {
+        Self {
+            error: None,
+            response: text,
+            end_of_stream: false,
+        }
+    }
+
+    /// The last frame of a response, carrying the handler's outcome.
+    pub fn last(outcome: Result<String, ToolError>) -> Self {
+        match outcome {
+            Ok(response) => Self {
+                error: None,
+                response,
+                end_of_stream: true,
+            },
+            Err(error) => Self {
+                error: Some(error),
+                response: String::new(),
+                end_of_stream: true,
+            },
+        }
+    }
+
+    /// The JSON payload of this frame.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a frame of strings always encodes")
+    }
+
+    /// Decodes a frame payload, as a caller receives it.
+    ///
+    /// # Errors
+    /// The JSON error when the payload is not a frame.
+    pub fn decode(payload: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_original_spec_shape() {
+        let request = Request::decode(
+            br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#,
+        )
+        .unwrap();
+        assert_eq!(request.user.as_deref(), Some("alice"));
+        assert_eq!(request.config, r#"{"style": "pun"}"#);
+        assert_eq!(request.arguments, r#"{"topic": "programming"}"#);
+    }
+
+    #[test]
+    fn decodes_the_trustgraph_2_shape_without_user() {
+        let request = Request::decode(br#"{"config": "{}", "arguments": "{\"a\": 1}"}"#).unwrap();
+        assert_eq!(request.user, None);
+        assert_eq!(request.arguments, r#"{"a": 1}"#);
+    }
+
+    #[test]
+    fn missing_null_and_empty_fields_mean_empty_objects() {
+        for payload in [
+            &br#"{}"#[..],
+            br#"{"config": null, "arguments": null, "user": null}"#,
+            br#"{"config": "", "arguments": "  ", "user": ""}"#,
+        ] {
+            let request = Request::decode(payload).unwrap();
+            assert_eq!(request.config, "{}");
+            assert_eq!(request.arguments, "{}");
+            assert_eq!(request.user, None);
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let request = Request::decode(br#"{"arguments": "{}", "trace": [1, 2], "x": {"y": 1}}"#);
+        assert!(request.is_ok());
+    }
+
+    fn error_of(payload: &[u8]) -> ToolError {
+        let error = Request::decode(payload).unwrap_err();
+        assert_eq!(error.kind(), ToolError::INVALID_REQUEST);
+        error
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_request() {
+        assert!(error_of(b"").message().contains("empty"));
+        assert!(error_of(b"not json")
+            .message()
+            .contains("not a JSON object"));
+        assert!(error_of(b"[\"u\", \"c\", \"a\"]")
+            .message()
+            .contains("not a JSON object"));
+        assert!(error_of(b"{\"arguments\": ")
+            .message()
+            .contains("not a valid request"));
+        assert!(error_of(b"\xff\xfe").message().contains("not valid UTF-8"));
+        let wrong = error_of(br#"{"arguments": {"topic": "x"}}"#);
+        assert!(wrong.message().contains("expected a string"), "{wrong:?}");
+    }
+
+    #[test]
+    fn errors_never_quote_the_payload() {
+        let secret = br#"{"config": 5, "arguments": "sk-secret-token"}"#;
+        let error = error_of(secret);
+        assert!(!error.message().contains("sk-secret"), "{error:?}");
+    }
+
+    #[test]
+    fn frames_encode_in_trustgraph_shape() {
+        let ok = Frame::last(Ok("joke".into()));
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            serde_json::json!({"error": null, "response": "joke", "end_of_stream": true})
+        );
+        let failed = Frame::last(Err(ToolError::new("nope")));
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            serde_json::json!({"error": {"type": "tool-service-error", "message": "nope"},
+                               "response": "", "end_of_stream": true})
+        );
+        let chunk = Frame::chunk("part".into());
+        assert!(!chunk.end_of_stream);
+        assert_eq!(Frame::decode(&chunk.encode()).unwrap(), chunk);
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        let request = Request {
+            user: Some("bob".into()),
+            config: r#"{"k":"v"}"#.into(),
+            arguments: "{}".into(),
+        };
+        assert_eq!(Request::decode(&request.encode()).unwrap(), request);
+    }
+}
