@@ -24,7 +24,7 @@ use crate::ctxt::Errors;
 
 const KEYS: &str =
     "`topic`, `id`, `request_queue`, `response_queue`, `subscription`, `concurrency`, `tool`, `crate`";
-const TOOL_KEYS: &str = "`name`, `description`, `config`";
+const TOOL_KEYS: &str = "`name`, `description`, `config`, `arguments`";
 
 /// The parsed attribute, before validation.
 #[derive(Default)]
@@ -45,6 +45,16 @@ pub(crate) struct ToolAttr {
     pub(crate) name: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
     pub(crate) config: Vec<ConfigEntry>,
+    /// Per-tool argument descriptions: `arguments(question = "…")`.
+    pub(crate) arguments: Vec<ArgumentEntry>,
+}
+
+/// One `name = "description"` of a preset's `arguments(…)`.
+#[derive(Clone)]
+pub(crate) struct ArgumentEntry {
+    pub(crate) name: String,
+    pub(crate) span: Span,
+    pub(crate) description: LitStr,
 }
 
 /// One `key = value` of a preset's `config(…)`.
@@ -192,6 +202,7 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
         name: None,
         description: None,
         config: Vec::new(),
+        arguments: Vec::new(),
     };
     if !meta.input.peek(syn::token::Paren) {
         errors.spanned(
@@ -225,6 +236,24 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
                     Err(error) => errors.push(error),
                 }
             }
+        } else if path.is_ident("arguments") {
+            inner.parse_nested_meta(|argument| {
+                let Some(ident) = argument.path.get_ident().cloned() else {
+                    errors.spanned(&argument.path, "expected an argument name");
+                    return skip_value(&argument);
+                };
+                let name = ident.unraw().to_string();
+                if let Some(description) =
+                    string_value(&argument, &name, "what the LLM should pass", errors)?
+                {
+                    tool.arguments.push(ArgumentEntry {
+                        name,
+                        span: ident.span(),
+                        description,
+                    });
+                }
+                Ok(())
+            })?;
         } else {
             let name = path.get_ident().map(Ident::to_string).unwrap_or_default();
             errors.spanned(
@@ -330,7 +359,11 @@ mod tests {
                     strict = true
                 )
             ),
-            tool(name = "query-products", config(collection = "products")),
+            tool(
+                name = "query-products",
+                config(collection = "products"),
+                arguments(question = "About products")
+            ),
             crate = "::my::tool_service",
         ));
         assert_eq!(attr.topic.unwrap().value(), "rag");
@@ -346,6 +379,11 @@ mod tests {
             .collect();
         assert_eq!(keys, ["collection", "limit", "max-ratio", "strict"]);
         assert!(matches!(attr.tools[0].config[1].value, ConfigLit::Int(-5)));
+        assert_eq!(attr.tools[1].arguments[0].name, "question");
+        assert_eq!(
+            attr.tools[1].arguments[0].description.value(),
+            "About products"
+        );
         assert!(attr.krate.is_some());
     }
 

@@ -261,11 +261,17 @@ fn glue(service: &Service) -> TokenStream {
             let value = config_value(krate, &entry.value);
             quote!((#key, #value))
         });
+        let arguments = tool.arguments.iter().map(|entry| {
+            let name = &entry.name;
+            let description = &entry.description;
+            quote!((#name, #description))
+        });
         quote! {
             #krate::__private::ToolSpec {
                 name: #name,
                 description: #description,
                 config: &[#(#config),*],
+                arguments: &[#(#arguments),*],
             }
         }
     });

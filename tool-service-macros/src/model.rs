@@ -9,7 +9,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Type};
 
-use crate::attr::{ConfigEntry, ServiceAttr};
+use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr};
 use crate::ctxt::Errors;
 use crate::doc::Doc;
 
@@ -66,6 +66,7 @@ pub(crate) struct Tool {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) config: Vec<ConfigEntry>,
+    pub(crate) arguments: Vec<ArgumentEntry>,
 }
 
 /// The checked model.
@@ -228,21 +229,8 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
     let params = build_params(function, &documented, errors);
     let output = build_output(&signature.output, errors);
 
-    let has_whole_config = params
-        .iter()
-        .any(|param| matches!(param.role, Role::Config));
-    let single_params: Vec<&Param> = params
-        .iter()
-        .filter(|param| matches!(param.role, Role::ConfigParam))
-        .collect();
-    let tools = build_tools(
-        &attr,
-        function,
-        &doc,
-        has_whole_config,
-        &single_params,
-        errors,
-    );
+    let visible = VisibleParams::of(&params);
+    let tools = build_tools(&attr, function, &doc, &visible, errors);
 
     let krate = attr
         .krate
@@ -429,10 +417,11 @@ fn build_tools(
     attr: &ServiceAttr,
     function: &ItemFn,
     doc: &Doc,
-    has_whole_config: bool,
-    single_params: &[&Param],
+    visible: &VisibleParams,
     errors: &mut Errors,
 ) -> Vec<Tool> {
+    let has_whole_args = visible.has_whole_args;
+    let plain_arguments = &visible.plain_arguments;
     let summary = doc.summary();
     let default_name = kebab_case(&function.sig.ident);
     if attr.tools.is_empty() {
@@ -446,8 +435,9 @@ fn build_tools(
             name: default_name,
             description: summary.unwrap_or_default(),
             config: Vec::new(),
+            arguments: Vec::new(),
         };
-        check_preset(&tool, attr_span(), has_whole_config, single_params, errors);
+        check_preset(&tool, attr_span(), visible, errors);
         return vec![tool];
     }
     let mut names = BTreeSet::new();
@@ -504,15 +494,87 @@ fn build_tools(
                 );
             }
         }
+        let mut argument_names = BTreeSet::new();
+        for entry in &preset.arguments {
+            if !argument_names.insert(entry.name.clone()) {
+                errors.at(
+                    entry.span,
+                    format_args!("argument `{}` is described twice in this tool", entry.name),
+                );
+            } else if entry.description.value().trim().is_empty() {
+                errors.spanned(
+                    &entry.description,
+                    "an argument description must not be empty",
+                );
+            }
+        }
+        if !has_whole_args {
+            for entry in &preset.arguments {
+                if !plain_arguments.contains(&entry.name) {
+                    errors.at(
+                        entry.span,
+                        format_args!(
+                            "`{}` is not an argument of this service; expected one of {}",
+                            entry.name,
+                            quoted_list(plain_arguments)
+                        ),
+                    );
+                }
+            }
+        }
         let tool = Tool {
             name,
             description,
             config: preset.config.clone(),
+            arguments: preset.arguments.clone(),
         };
-        check_preset(&tool, preset.span, has_whole_config, single_params, errors);
+        check_preset(&tool, preset.span, visible, errors);
         tools.push(tool);
     }
     tools
+}
+
+/// What the macro can see of the config params and arguments.
+struct VisibleParams {
+    has_whole_config: bool,
+    has_whole_args: bool,
+    config_names: Vec<String>,
+    required_config: Vec<String>,
+    plain_arguments: Vec<String>,
+}
+
+impl VisibleParams {
+    fn of(params: &[Param]) -> Self {
+        let names = |role: fn(&Param) -> bool| -> Vec<String> {
+            params
+                .iter()
+                .filter(|param| role(param))
+                .filter_map(|param| param.name.as_ref().map(|ident| ident.unraw().to_string()))
+                .collect()
+        };
+        Self {
+            has_whole_config: params
+                .iter()
+                .any(|param| matches!(param.role, Role::Config)),
+            has_whole_args: params.iter().any(|param| matches!(param.role, Role::Args)),
+            config_names: names(|param| matches!(param.role, Role::ConfigParam)),
+            required_config: names(|param| {
+                matches!(param.role, Role::ConfigParam) && !is_named(&param.ty, "Option")
+            }),
+            plain_arguments: names(|param| matches!(param.role, Role::Argument)),
+        }
+    }
+}
+
+fn quoted_list(names: &[String]) -> String {
+    if names.is_empty() {
+        return String::from("none (this service takes no plain arguments)");
+    }
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn attr_span() -> Span {
@@ -522,21 +584,11 @@ fn attr_span() -> Span {
 /// Checks a preset against the config params the macro can see. With a whole
 /// config struct, its fields are only known at run time: the registry checks
 /// them when descriptors are emitted.
-fn check_preset(
-    tool: &Tool,
-    span: Span,
-    has_whole_config: bool,
-    single_params: &[&Param],
-    errors: &mut Errors,
-) {
-    if has_whole_config {
+fn check_preset(tool: &Tool, span: Span, visible: &VisibleParams, errors: &mut Errors) {
+    if visible.has_whole_config {
         return;
     }
-    let known: Vec<String> = single_params
-        .iter()
-        .filter_map(|param| param.name.as_ref())
-        .map(|ident| ident.unraw().to_string())
-        .collect();
+    let known = &visible.config_names;
     for entry in &tool.config {
         if !known.contains(&entry.key) {
             let hint = if known.is_empty() {
@@ -560,10 +612,8 @@ fn check_preset(
             );
         }
     }
-    for param in single_params {
-        let Some(ident) = &param.name else { continue };
-        let name = ident.unraw().to_string();
-        if !is_named(&param.ty, "Option") && !tool.config.iter().any(|entry| entry.key == name) {
+    for name in &visible.required_config {
+        if !tool.config.iter().any(|entry| &entry.key == name) {
             errors.at(
                 span,
                 format_args!(

@@ -138,10 +138,10 @@ pub enum DescriptorError {
         what: &'static str,
     },
     /// An argument has no description.
-    #[error("service `{service}`: argument `{argument}` has no description; add a doc comment to its field")]
+    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({argument} = \"…\")` to the tool")]
     UndocumentedArgument {
-        /// The service id.
-        service: String,
+        /// The tool name.
+        tool: String,
         /// The argument name.
         argument: String,
     },
@@ -152,6 +152,20 @@ pub enum DescriptorError {
         service: String,
         /// The param name.
         param: String,
+    },
+    /// A preset describes an argument the service does not have.
+    #[error(
+        "tool `{tool}`: `{argument}` is not an argument of service `{service}` (known: {known})"
+    )]
+    UnknownArgument {
+        /// The tool name.
+        tool: String,
+        /// The service id.
+        service: String,
+        /// The unknown name.
+        argument: String,
+        /// The service's arguments, comma separated.
+        known: String,
     },
     /// A preset sets a param the service does not have.
     #[error(
@@ -241,14 +255,6 @@ pub(crate) fn describe(
             Vec::new()
         }
     };
-    for argument in &arguments {
-        if argument.description.trim().is_empty() {
-            errors.push(DescriptorError::UndocumentedArgument {
-                service: id.clone(),
-                argument: argument.name.clone(),
-            });
-        }
-    }
 
     let known: BTreeSet<&str> = config_params
         .iter()
@@ -295,13 +301,40 @@ pub(crate) fn describe(
                 });
             }
         }
+        let mut tool_arguments = arguments.clone();
+        for (name, description) in tool.arguments {
+            match tool_arguments
+                .iter_mut()
+                .find(|argument| argument.name == *name)
+            {
+                Some(argument) => argument.description = (*description).to_owned(),
+                None => errors.push(DescriptorError::UnknownArgument {
+                    tool: tool.name.to_owned(),
+                    service: id.clone(),
+                    argument: (*name).to_owned(),
+                    known: arguments
+                        .iter()
+                        .map(|argument| argument.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }),
+            }
+        }
+        for argument in &tool_arguments {
+            if argument.description.trim().is_empty() {
+                errors.push(DescriptorError::UndocumentedArgument {
+                    tool: tool.name.to_owned(),
+                    argument: argument.name.clone(),
+                });
+            }
+        }
         tools.push(ToolDescriptor {
             kind: String::from("tool-service"),
             name: tool.name.to_owned(),
             description: tool.description.to_owned(),
             service: id.clone(),
             config,
-            arguments: arguments.clone(),
+            arguments: tool_arguments,
         });
     }
 
@@ -382,7 +415,7 @@ fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
 pub(crate) fn type_word<'a>(schema: &'a Value, root: &'a Value) -> &'a str {
     let schema = resolve(schema, root);
     match schema.get("type") {
-        Some(Value::String(word)) if word != "null" => return word,
+        Some(Value::String(word)) => return word,
         Some(Value::Array(words)) => {
             if let Some(word) = words
                 .iter()
@@ -418,7 +451,7 @@ pub(crate) fn type_word<'a>(schema: &'a Value, root: &'a Value) -> &'a str {
         Some(Value::Number(number)) if number.is_f64() => "number",
         Some(Value::Number(_)) => "integer",
         Some(Value::Array(_)) => "array",
-        Some(Value::Null) if schema.get("type").is_some() => "null",
+        Some(Value::Null) => "null",
         _ if schema.get("properties").is_some() => "object",
         _ if schema.get("items").is_some() => "array",
         _ => "object",

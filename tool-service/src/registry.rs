@@ -37,6 +37,7 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub config: &'static [(&'static str, ConfigValue)],
+    pub arguments: &'static [(&'static str, &'static str)],
 }
 
 /// A config value fixed by a tool preset.

@@ -177,6 +177,7 @@ impl ser::Serializer for TextProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Serialize;
     use std::collections::BTreeMap;
 
     #[derive(Serialize)]
