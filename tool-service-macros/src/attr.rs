@@ -30,6 +30,8 @@ const TOOL_KEYS: &str = "`name`, `description`, `config`, `arguments`";
 #[derive(Default)]
 pub(crate) struct ServiceAttr {
     pub(crate) topic: Option<LitStr>,
+    /// `topic` was given, but not as a string literal (already reported).
+    pub(crate) topic_invalid: bool,
     pub(crate) id: Option<LitStr>,
     pub(crate) request_queue: Option<LitStr>,
     pub(crate) response_queue: Option<LitStr>,
@@ -124,8 +126,9 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
     let parser = syn::meta::parser(|meta| {
         let path = meta.path.clone();
         if path.is_ident("topic") {
-            if let Some(lit) = string_value(&meta, "topic", "joke", errors)? {
-                set_once(&mut attr.topic, lit, &path, errors);
+            match string_value(&meta, "topic", "joke", errors)? {
+                Some(lit) => set_once(&mut attr.topic, lit, &path, errors),
+                None => attr.topic_invalid = true,
             }
         } else if path.is_ident("id") {
             if let Some(lit) = string_value(&meta, "id", "joke-service", errors)? {

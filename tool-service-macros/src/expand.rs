@@ -90,12 +90,12 @@ fn decoding_struct(
     }
 }
 
-/// The decoded type of one side (config or arguments), the hidden struct that
-/// decodes it if any, and a check spanned on the user's own type.
+/// The decoded type of one side (config or arguments) and the hidden struct
+/// that decodes it, if any. A user's own type keeps its span, so a missing
+/// `Deserialize` or `JsonSchema` is reported on it.
 struct Side {
     ty: TokenStream,
     definition: TokenStream,
-    check: TokenStream,
 }
 
 fn side(
@@ -104,7 +104,6 @@ fn side(
     single_role: fn(&Role) -> bool,
     name: &str,
     empty: &str,
-    assert: &str,
 ) -> Side {
     let krate = &service.krate;
     let whole = service.params.iter().find(|param| whole_role(&param.role));
@@ -113,13 +112,6 @@ fn side(
         .iter()
         .filter(|param| single_role(&param.role))
         .collect();
-    let check = whole
-        .map(|param| {
-            let ty = param.value_type();
-            let assert = format_ident!("{}", assert);
-            quote_spanned!(ty.span()=> #krate::__private::#assert::<#ty>();)
-        })
-        .unwrap_or_default();
     if singles.is_empty() {
         let ty = match whole {
             Some(param) => param.value_type().to_token_stream(),
@@ -131,14 +123,12 @@ fn side(
         return Side {
             ty,
             definition: TokenStream::new(),
-            check,
         };
     }
     let ident = format_ident!("{}", name);
     Side {
         definition: decoding_struct(krate, &ident, whole, &singles),
         ty: ident.to_token_stream(),
-        check,
     }
 }
 
@@ -200,7 +190,6 @@ fn glue(service: &Service) -> TokenStream {
         |role| matches!(role, Role::ConfigParam),
         "__ToolServiceConfig",
         "NoConfig",
-        "assert_config",
     );
     let arguments = side(
         service,
@@ -208,39 +197,38 @@ fn glue(service: &Service) -> TokenStream {
         |role| matches!(role, Role::Argument),
         "__ToolServiceArguments",
         "NoArguments",
-        "assert_arguments",
     );
-    let (config_ty, config_definition, config_check) =
-        (&config.ty, &config.definition, &config.check);
-    let (arguments_ty, arguments_definition, arguments_check) =
-        (&arguments.ty, &arguments.definition, &arguments.check);
+    let (config_ty, config_definition) = (&config.ty, &config.definition);
+    let (arguments_ty, arguments_definition) = (&arguments.ty, &arguments.definition);
 
     let call_arguments = service
         .params
         .iter()
         .map(|param| call_argument(service, param));
-    let (convert, output_check) = match &service.output {
-        Output::Value(ty) => (
-            quote!(#krate::__private::response_text(&__output)),
-            ty.as_ref()
-                .map(|ty| quote_spanned!(ty.span()=> #krate::__private::assert_response::<#ty>();))
-                .unwrap_or_default(),
-        ),
-        Output::Result { ok } => (
+    let convert = match &service.output {
+        Output::Value(ty) => {
+            let span = ty
+                .as_ref()
+                .map_or_else(proc_macro2::Span::call_site, Spanned::span);
+            quote_spanned!(span=> #krate::__private::response_text(&__output))
+        }
+        Output::Result { ok, ty } => {
+            let ok_span = ok.as_ref().map_or_else(|| ty.span(), Spanned::span);
+            let to_text = quote_spanned!(ok_span=> #krate::__private::response_text(&__value));
+            let check =
+                quote_spanned!(ty.span()=> #krate::__private::assert_error_display(&__output););
             quote! {
+                #check
                 match __output {
-                    ::core::result::Result::Ok(__value) => #krate::__private::response_text(&__value),
+                    ::core::result::Result::Ok(__value) => #to_text,
                     ::core::result::Result::Err(__error) => {
                         #[allow(unused_imports)]
-                        use #krate::__private::{ViaDisplay as _, ViaTypedError as _};
-                        ::core::result::Result::Err((&#krate::__private::ErrorProbe(&__error)).__tool_service_error())
+                        use #krate::__private::{ViaDisplay as _, ViaTypedError as _, ViaUnsupported as _};
+                        ::core::result::Result::Err((&&&#krate::__private::ErrorProbe(&__error)).__tool_service_error())
                     }
                 }
-            },
-            ok.as_ref()
-                .map(|ty| quote_spanned!(ty.span()=> #krate::__private::assert_response::<#ty>();))
-                .unwrap_or_default(),
-        ),
+            }
+        }
     };
 
     let id = &service.id;
@@ -283,17 +271,17 @@ fn glue(service: &Service) -> TokenStream {
             #config_definition
             #arguments_definition
 
-            #[allow(dead_code)]
-            fn __tool_service_checks() {
-                #config_check
-                #arguments_check
-                #output_check
+            struct __ToolServiceTypes;
+
+            impl #krate::__private::ServiceTypes for __ToolServiceTypes {
+                type Config = #config_ty;
+                type Arguments = #arguments_ty;
             }
 
             fn __tool_service_handler(
                 __invocation: #krate::__private::Invocation,
             ) -> #krate::__private::HandlerFuture {
-                #krate::__private::invoke::<#config_ty, #arguments_ty, _, _>(
+                #krate::__private::invoke::<__ToolServiceTypes, _, _>(
                     __invocation,
                     |__config: #config_ty, __arguments: #arguments_ty, __context: #krate::__private::Context, __chunks: #krate::__private::Chunks| async move {
                         let __output = #function(#(#call_arguments),*).await;
@@ -312,9 +300,9 @@ fn glue(service: &Service) -> TokenStream {
                     concurrency: #concurrency,
                     streaming: #streaming,
                     tools: &[#(#tools),*],
-                    config_schema: #krate::__private::schema_of::<#config_ty>,
-                    arguments_schema: #krate::__private::schema_of::<#arguments_ty>,
-                    check_config: #krate::__private::check_config::<#config_ty>,
+                    config_schema: #krate::__private::config_schema::<__ToolServiceTypes>,
+                    arguments_schema: #krate::__private::arguments_schema::<__ToolServiceTypes>,
+                    check_config: #krate::__private::check_config::<__ToolServiceTypes>,
                     handler: __tool_service_handler,
                     function: ::core::concat!(::core::module_path!(), "::", #function_name),
                     file: ::core::file!(),

@@ -56,7 +56,7 @@ impl Param {
 /// How the function's result becomes a response.
 pub(crate) enum Output {
     /// `-> Result<T, E>` (by the last path segment's name).
-    Result { ok: Option<Type> },
+    Result { ok: Option<Type>, ty: Type },
     /// Any other type, or none (`()`).
     Value(Option<Type>),
 }
@@ -192,6 +192,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
 
     let topic = match &attr.topic {
         Some(lit) => Some(check_name(lit, "topic", errors)),
+        None if attr.topic_invalid => None,
         None => {
             errors.at(
                 Span::call_site(),
@@ -408,6 +409,7 @@ fn build_output(output: &syn::ReturnType, errors: &mut Errors) -> Output {
         }
         _ if is_named(ty, "Result") => Output::Result {
             ok: first_type_argument(ty).cloned(),
+            ty: ty.clone(),
         },
         _ => Output::Value(Some(ty.clone())),
     }

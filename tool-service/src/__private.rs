@@ -12,7 +12,7 @@ pub use ::schemars;
 pub use ::serde;
 
 pub use crate::dispatch::{HandlerFuture, Invocation};
-pub use crate::error::{ErrorProbe, ViaDisplay, ViaTypedError};
+pub use crate::error::{ErrorProbe, ViaDisplay, ViaTypedError, ViaUnsupported};
 pub use crate::registry::{ConfigValue, ServiceSpec, ToolSpec};
 pub use crate::response::response_text;
 pub use crate::stream::Chunks;
@@ -20,13 +20,21 @@ pub use crate::{Context, ToolError};
 
 use crate::dispatch::decode_object;
 
+/// The types a service decodes, named once by generated code so that a type
+/// lacking `Deserialize` or `JsonSchema` is reported once, on the user's type.
+pub trait ServiceTypes: 'static {
+    /// What `config` decodes into.
+    type Config: DeserializeOwned + schemars::JsonSchema;
+    /// What `arguments` decodes into.
+    type Arguments: DeserializeOwned + schemars::JsonSchema;
+}
+
 /// Decodes config and arguments, then runs `body` (the call of the user's
 /// function and the conversion of its result).
-pub fn invoke<C, A, F, Fut>(invocation: Invocation, body: F) -> HandlerFuture
+pub fn invoke<S, F, Fut>(invocation: Invocation, body: F) -> HandlerFuture
 where
-    C: DeserializeOwned,
-    A: DeserializeOwned,
-    F: FnOnce(C, A, Context, Chunks) -> Fut,
+    S: ServiceTypes,
+    F: FnOnce(S::Config, S::Arguments, Context, Chunks) -> Fut,
     Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
 {
     let Invocation {
@@ -34,11 +42,12 @@ where
         context,
         chunks,
     } = invocation;
-    let config = match decode_object::<C>(&request.config, "config", ToolError::INVALID_CONFIG) {
-        Ok(config) => config,
-        Err(error) => return Box::pin(std::future::ready(Err(error))),
-    };
-    let arguments = match decode_object::<A>(
+    let config =
+        match decode_object::<S::Config>(&request.config, "config", ToolError::INVALID_CONFIG) {
+            Ok(config) => config,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+    let arguments = match decode_object::<S::Arguments>(
         &request.arguments,
         "arguments",
         ToolError::INVALID_ARGUMENTS,
@@ -49,24 +58,24 @@ where
     Box::pin(body(config, arguments, context, chunks))
 }
 
-/// The JSON schema of a config or argument type.
-pub fn schema_of<T: schemars::JsonSchema>() -> schemars::Schema {
-    schemars::SchemaGenerator::default().into_root_schema_for::<T>()
+/// The JSON schema of a service's config type.
+pub fn config_schema<S: ServiceTypes>() -> schemars::Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<S::Config>()
+}
+
+/// The JSON schema of a service's argument type.
+pub fn arguments_schema<S: ServiceTypes>() -> schemars::Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<S::Arguments>()
 }
 
 /// Checks that a preset's config values decode as the service's config type.
-pub fn check_config<C: DeserializeOwned>(text: &str) -> Result<(), ToolError> {
-    decode_object::<C>(text, "config", ToolError::INVALID_CONFIG).map(drop)
+pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
+    decode_object::<S::Config>(text, "config", ToolError::INVALID_CONFIG).map(drop)
 }
 
-/// Compile-time check, spanned on the user's config type.
-pub fn assert_config<T: DeserializeOwned + schemars::JsonSchema>() {}
-
-/// Compile-time check, spanned on the user's argument type.
-pub fn assert_arguments<T: DeserializeOwned + schemars::JsonSchema>() {}
-
-/// Compile-time check, spanned on the user's return type.
-pub fn assert_response<T: serde::Serialize + ?Sized>() {}
+/// Compile-time check, spanned on the user's return type: the error of a
+/// `Result` must be `Display`.
+pub fn assert_error_display<T, E: std::fmt::Display>(_: &Result<T, E>) {}
 
 /// The config type of a service that takes no config.
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -15,8 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
-use crate::dispatch;
-use crate::wire::{Frame, Request};
+use crate::wire::Request;
 use crate::Registry;
 
 #[derive(Debug, Parser)]
@@ -191,54 +190,16 @@ fn call(
     id: &str,
     out: &mut dyn Write,
 ) -> CliResult {
-    let (service, config) = if let Some((service, tool)) = registry.tool(name) {
-        let mut merged = tool.config.clone();
-        let config = match config {
-            None => Value::Object(merged).to_string(),
-            Some(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(overrides)) => {
-                    merged.extend(overrides);
-                    Value::Object(merged).to_string()
-                }
-                // Sent as given: the service answers with an error frame.
-                _ => text,
-            },
-        };
-        (service, config)
-    } else if let Some(service) = registry.service(name) {
-        (service, config.unwrap_or_else(|| String::from("{}")))
-    } else {
-        let mut known: Vec<&str> = registry
-            .descriptors()
-            .tool
-            .keys()
-            .map(String::as_str)
-            .collect();
-        known.extend(registry.services().iter().map(|service| service.id()));
-        return Err(format!(
-            "no tool or service named `{name}` in this binary (known: {})",
-            if known.is_empty() {
-                String::from("none")
-            } else {
-                known.join(", ")
-            }
-        )
-        .into());
-    };
     let request = Request {
         user: user.filter(|user| !user.is_empty()),
-        config,
+        config: config.unwrap_or_else(|| String::from("{}")),
         arguments,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
-    let mut frames: Vec<Frame> = Vec::new();
-    let ok = match runtime.block_on(dispatch::run(service, id, request, &mut frames)) {
-        Ok(ok) => ok,
-        Err(never) => match never {},
-    };
+    let frames = runtime.block_on(registry.call(name, id, request))?;
     for frame in &frames {
         let mut line = serde_json::Map::new();
         line.insert("id".into(), id.into());
@@ -247,6 +208,7 @@ fn call(
         }
         writeln!(out, "{}", Value::Object(line))?;
     }
+    let ok = frames.last().is_some_and(|frame| frame.error.is_none());
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

@@ -141,8 +141,9 @@ impl<T: TypedError + ?Sized> TypedError for &T {
 }
 
 /// Turns a handler's `Err` value into a [`ToolError`], preferring
-/// [`TypedError`] over plain `Display` (resolved at the concrete type in
-/// generated code).
+/// [`TypedError`] over plain `Display`. Resolved at the concrete type in
+/// generated code by method probing on `&&&ErrorProbe(&error)`: the first
+/// level that applies wins.
 #[doc(hidden)]
 pub struct ErrorProbe<'a, E: ?Sized>(pub &'a E);
 
@@ -151,7 +152,7 @@ pub trait ViaTypedError {
     fn __tool_service_error(&self) -> ToolError;
 }
 
-impl<E: TypedError + ?Sized> ViaTypedError for ErrorProbe<'_, E> {
+impl<E: TypedError + ?Sized> ViaTypedError for &&ErrorProbe<'_, E> {
     fn __tool_service_error(&self) -> ToolError {
         ToolError::with_type(self.0.error_type(), self.0.to_string())
     }
@@ -165,6 +166,20 @@ pub trait ViaDisplay {
 impl<E: fmt::Display + ?Sized> ViaDisplay for &ErrorProbe<'_, E> {
     fn __tool_service_error(&self) -> ToolError {
         ToolError::new(self.0.to_string())
+    }
+}
+
+/// Never used by a program that compiles: generated code also requires
+/// `E: Display`, with the error on the user's return type. This level only
+/// keeps the compiler from reporting the same mistake twice.
+#[doc(hidden)]
+pub trait ViaUnsupported {
+    fn __tool_service_error(&self) -> ToolError;
+}
+
+impl<E: ?Sized> ViaUnsupported for ErrorProbe<'_, E> {
+    fn __tool_service_error(&self) -> ToolError {
+        ToolError::new("the tool failed")
     }
 }
 
@@ -195,23 +210,23 @@ mod tests {
 
     #[test]
     fn display_errors_get_the_default_type() {
-        let error = (&ErrorProbe(&Plain)).__tool_service_error();
+        let error = (&&&ErrorProbe(&Plain)).__tool_service_error();
         assert_eq!(error, ToolError::new("plain failure"));
-        let error = (&ErrorProbe(&String::from("text"))).__tool_service_error();
+        let error = (&&&ErrorProbe(&String::from("text"))).__tool_service_error();
         assert_eq!(error.kind(), "tool-service-error");
         assert_eq!(error.message(), "text");
     }
 
     #[test]
     fn typed_errors_choose_their_type() {
-        let error = (&ErrorProbe(&Typed)).__tool_service_error();
+        let error = (&&&ErrorProbe(&Typed)).__tool_service_error();
         assert_eq!(error, ToolError::with_type("my-type", "typed failure"));
     }
 
     #[test]
     fn tool_errors_pass_through_unchanged() {
         let original = ToolError::with_type("rate-limited", "slow down");
-        let error = (&ErrorProbe(&original)).__tool_service_error();
+        let error = (&&&ErrorProbe(&original)).__tool_service_error();
         assert_eq!(error, original);
     }
 

@@ -57,7 +57,7 @@ pub mod __private;
 pub use cli::run;
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-pub use registry::{Problem, Registry, RegistryError, Service};
+pub use registry::{Problem, Registry, RegistryError, Service, UnknownName};
 pub use response::response_text;
 pub use stream::{Chunks, StreamClosed};
 pub use tool_service_macros::tool_service;

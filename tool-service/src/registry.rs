@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::descriptor::{self, ConfigTree, ToolDescriptor, ToolServiceDescriptor};
-use crate::dispatch::Handler;
+use crate::dispatch::{self, Handler};
+use crate::wire::{Frame, Request};
 
 /// What `#[tool_service]` registers for one service.
 // Not public API. Used by generated code.
@@ -322,6 +323,78 @@ impl Registry {
     pub fn descriptors(&self) -> &ConfigTree {
         &self.tree
     }
+
+    /// Calls a tool or a service in-process, through the same decode →
+    /// handler → encode path as requests from the broker, and returns the
+    /// response frames.
+    ///
+    /// For a tool, its preset config values are sent, with the keys of
+    /// `request.config` (when it is a JSON object) laid over them, as the
+    /// agent would send them.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, wire::Request, Registry};
+    ///
+    /// /// Add two numbers.
+    /// ///
+    /// /// # Arguments
+    /// /// * `a` - The first number.
+    /// /// * `b` - The second number.
+    /// #[tool_service(topic = "add")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let registry = Registry::collect().unwrap();
+    /// let request = Request::new(serde_json::json!({}), serde_json::json!({"a": 2, "b": 3}));
+    /// let frames = registry.call("add", "req-1", request).await.unwrap();
+    /// assert_eq!(frames[0].response, "5");
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`UnknownName`] when no tool or service has that name.
+    pub async fn call(
+        &self,
+        name: &str,
+        id: &str,
+        mut request: Request,
+    ) -> Result<Vec<Frame>, UnknownName> {
+        let service = if let Some((service, tool)) = self.tool(name) {
+            let mut merged = tool.config.clone();
+            if let Ok(serde_json::Value::Object(overrides)) = serde_json::from_str(&request.config)
+            {
+                merged.extend(overrides);
+                request.config = serde_json::Value::Object(merged).to_string();
+            }
+            service
+        } else if let Some(service) = self.service(name) {
+            service
+        } else {
+            let mut known: Vec<String> = self.tree.tool.keys().cloned().collect();
+            known.extend(self.services.iter().map(|service| service.id().to_owned()));
+            return Err(UnknownName {
+                name: name.to_owned(),
+                known,
+            });
+        };
+        let mut frames = Vec::new();
+        match dispatch::run(service, id, request, &mut frames).await {
+            Ok(_) => Ok(frames),
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// No tool or service has the name given to [`Registry::call`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no tool or service named `{name}` in this binary (known: {})", if known.is_empty() { String::from("none") } else { known.join(", ") })]
+pub struct UnknownName {
+    /// The name asked for.
+    pub name: String,
+    /// The tool names and service ids there are.
+    pub known: Vec<String>,
 }
 
 fn find_duplicates(services: &[Service], problems: &mut Vec<Problem>) {

@@ -1,0 +1,6 @@
+use tool_service::tool_service;
+
+#[tool_service(topic = "joke")]
+struct Joke;
+
+fn main() {}
