@@ -111,7 +111,7 @@ pub async fn custom_rag(
         })
         .filter(|(score, _)| *score > 0)
         .collect();
-    hits.sort_by(|a, b| b.0.cmp(&a.0));
+    hits.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     Ok(hits
         .into_iter()
         .take(config.max_results)

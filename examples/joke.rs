@@ -101,24 +101,3 @@ pub async fn tell_joke(
 fn main() -> std::process::ExitCode {
     tool_service::run()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn tells_a_pun_by_default() {
-        let ctx = Context::new("1", Some("alice".into()), "joke-service");
-        let joke = tell_joke(None, "programming".into(), &ctx).await.unwrap();
-        assert!(
-            joke.starts_with("Hey alice! Here's a pun for you:"),
-            "{joke}"
-        );
-    }
-
-    #[tokio::test]
-    async fn refuses_an_empty_topic() {
-        let ctx = Context::new("1", None, "joke-service");
-        assert!(tell_joke(None, " ".into(), &ctx).await.is_err());
-    }
-}

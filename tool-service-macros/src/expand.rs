@@ -212,11 +212,11 @@ fn glue(service: &Service) -> TokenStream {
                 .map_or_else(proc_macro2::Span::call_site, Spanned::span);
             quote_spanned!(span=> #krate::__private::response_text(&__output))
         }
-        Output::Result { ok, ty } => {
-            let ok_span = ok.as_ref().map_or_else(|| ty.span(), Spanned::span);
+        Output::Result { ok, span } => {
+            let ok_span = ok.as_ref().map_or(*span, Spanned::span);
             let to_text = quote_spanned!(ok_span=> #krate::__private::response_text(&__value));
             let check =
-                quote_spanned!(ty.span()=> #krate::__private::assert_error_display(&__output););
+                quote_spanned!(*span=> #krate::__private::assert_error_display(&__output););
             quote! {
                 #check
                 match __output {

@@ -56,7 +56,7 @@ impl Param {
 /// How the function's result becomes a response.
 pub(crate) enum Output {
     /// `-> Result<T, E>` (by the last path segment's name).
-    Result { ok: Option<Type>, ty: Type },
+    Result { ok: Option<Type>, span: Span },
     /// Any other type, or none (`()`).
     Value(Option<Type>),
 }
@@ -409,7 +409,7 @@ fn build_output(output: &syn::ReturnType, errors: &mut Errors) -> Output {
         }
         _ if is_named(ty, "Result") => Output::Result {
             ok: first_type_argument(ty).cloned(),
-            ty: ty.clone(),
+            span: ty.span(),
         },
         _ => Output::Value(Some(ty.clone())),
     }

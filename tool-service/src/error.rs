@@ -184,6 +184,8 @@ impl<E: ?Sized> ViaUnsupported for ErrorProbe<'_, E> {
 }
 
 #[cfg(test)]
+// The borrows choose the probing level; they are not needless.
+#[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
 
