@@ -5,6 +5,7 @@
 //! joke descriptors --out DIR write tool-service/<id>.json and tool/<name>.json
 //! joke list                  services, topics and tools
 //! joke call tell-joke --args '{"topic": "cats"}' [--config '{…}'] [--user U]
+//! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]…
 //! ```
 
 use std::ffi::OsString;
@@ -39,6 +40,9 @@ enum Command {
     },
     /// List the services, their topics and their tools.
     List,
+    /// Serve every service (or those named with --only) on a Pulsar broker
+    /// until SIGINT or SIGTERM.
+    Serve(ServeArgs),
     /// Run one request in-process, through the same decode → handler → encode
     /// path the broker uses, and print the response frame(s) as JSON lines.
     Call {
@@ -57,6 +61,35 @@ enum Command {
         #[arg(long, default_value = "call")]
         id: String,
     },
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// The Pulsar broker.
+    #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::broker::DEFAULT_PULSAR_URL)]
+    pulsar_host: String,
+    /// A Pulsar token for authentication.
+    #[arg(long, env = "PULSAR_API_KEY", hide_env_values = true)]
+    pulsar_api_key: Option<String>,
+    /// The advertised listener name to look topics up with.
+    #[arg(long)]
+    pulsar_listener: Option<String>,
+    /// A PEM file with the CA that signed the broker's certificate (pulsar+ssl://).
+    #[arg(long, env = "PULSAR_TLS_CA_FILE", value_name = "FILE")]
+    pulsar_tls_ca_file: Option<PathBuf>,
+    /// Requests each service handles at once [default: the service's
+    /// `concurrency`, else 64].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: Option<u32>,
+    /// Serve only this service id (repeatable).
+    #[arg(long, value_name = "SERVICE_ID")]
+    only: Vec<String>,
+    /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    grace_period: u64,
+    /// The most verbose log level shown.
+    #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    log_level: String,
 }
 
 /// Runs the command line of this binary over every registered service.
@@ -111,6 +144,7 @@ where
     let result = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
         Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
         Command::List => list(&registry, out),
+        Command::Serve(args) => serve(&registry, args),
         Command::Call {
             name,
             arguments,
@@ -160,6 +194,66 @@ fn descriptors(
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
+    let level: tracing::Level = args.log_level.parse()?;
+    // A second binary-level subscriber (e.g. set by the user) wins; keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+    if let Some(listener) = &args.pulsar_listener {
+        return Err(format!(
+            "--pulsar-listener {listener}: advertised listener names are not supported by this Pulsar client; connect to the listener's address directly"
+        )
+        .into());
+    }
+    let mut broker = crate::broker::BrokerOptions::new(args.pulsar_host);
+    if let Some(token) = args.pulsar_api_key.filter(|token| !token.is_empty()) {
+        broker = broker.with_api_key(token);
+    }
+    if let Some(path) = args.pulsar_tls_ca_file {
+        broker = broker.with_tls_ca_file(path);
+    }
+    let options = crate::serve::ServeOptions {
+        broker,
+        concurrency: args.concurrency.map(|n| n as usize),
+        only: args.only,
+        grace_period: std::time::Duration::from_secs(args.grace_period),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let reports = runtime.block_on(crate::serve::serve(registry, &options, shutdown_signal()))?;
+    let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
+    if abandoned > 0 {
+        return Err(format!("{abandoned} requests were still running when the grace period ended").into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown requested");
 }
 
 fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {

@@ -41,13 +41,16 @@
 
 extern crate self as tool_service;
 
+pub mod broker;
 pub mod cli;
+pub mod client;
 mod context;
 pub mod descriptor;
 pub mod dispatch;
 mod error;
 mod registry;
 mod response;
+pub mod serve;
 mod stream;
 pub mod wire;
 
@@ -55,6 +58,8 @@ pub mod wire;
 pub mod __private;
 
 pub use cli::run;
+/// The Pulsar client this crate is built on, for [`broker::BrokerOptions::connect`] users.
+pub use pulsar;
 pub use context::Context;
 pub use error::{ToolError, TypedError};
 pub use registry::{Problem, Registry, RegistryError, Service, UnknownName};

@@ -1,0 +1,81 @@
+//! `serve` as users run it: example binaries as separate processes on a real
+//! Apache Pulsar broker. Needs a broker: `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::Replica;
+use tool_service::client::ToolClient;
+
+async fn client(topic: &str) -> ToolClient {
+    let pulsar = support::connect().await;
+    ToolClient::connect(
+        &pulsar,
+        &format!("non-persistent://tg/request/{topic}"),
+        &format!("non-persistent://tg/response/{topic}"),
+    )
+    .await
+    .unwrap()
+    .with_timeout(Duration::from_secs(30))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_subscription_split_the_load() {
+    const REQUESTS: usize = 200;
+    let first = Replica::start("echo", &["--only", "whoami-service", "--concurrency", "4"]);
+    let second = Replica::start("echo", &["--only", "whoami-service", "--concurrency", "4"]);
+    let client = client("whoami").await;
+    let calls = (0..REQUESTS).map(|_| async {
+        let text = client.call(&json!({}), &json!({})).await.unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let mut by_pid: HashMap<u64, usize> = HashMap::new();
+    let mut ids = std::collections::HashSet::new();
+    for answer in &answers {
+        *by_pid.entry(answer["pid"].as_u64().unwrap()).or_default() += 1;
+        assert!(ids.insert(answer["request_id"].as_str().unwrap().to_owned()), "an id answered twice");
+    }
+    assert_eq!(ids.len(), REQUESTS);
+    let pids = [u64::from(first.child.id()), u64::from(second.child.id())];
+    assert_eq!(by_pid.keys().filter(|pid| pids.contains(pid)).count(), 2, "both replicas served: {by_pid:?}");
+    assert_eq!(by_pid.values().sum::<usize>(), REQUESTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_in_flight_requests_finish_and_answer() {
+    const REQUESTS: usize = 20;
+    let mut replica = Replica::start("echo", &["--only", "echo-service", "--grace-period", "20"]);
+    let client = client("echo").await;
+    let calls = (0..REQUESTS).map(|n| {
+        let client = &client;
+        async move {
+            let text = format!("slow {n}");
+            client
+                .call(&json!({}), &json!({"text": text, "delay_ms": 1500}))
+                .await
+                .map(|answer| (answer, text))
+        }
+    });
+    let all = futures_util::future::join_all(calls);
+    tokio::pin!(all);
+    // Let every request reach the handler, then ask the replica to stop.
+    let answers = tokio::select! {
+        answers = &mut all => answers,
+        _ = tokio::time::sleep(Duration::from_millis(600)) => {
+            replica.signal("TERM");
+            all.await
+        }
+    };
+    for answer in answers {
+        let (answer, text) = answer.expect("an in-flight request was answered");
+        assert_eq!(answer, text);
+    }
+    let lines = replica.wait_for_log("stopped", Duration::from_secs(30));
+    assert!(lines.iter().any(|line| line.contains("shutdown requested")), "{lines:#?}");
+    let status = replica.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

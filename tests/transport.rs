@@ -1,0 +1,261 @@
+//! `serve` on a real Apache Pulsar broker, driven by the Rust client and by
+//! raw Pulsar messages. Needs a broker: `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::json;
+use tool_service::client::{CallError, ToolClient};
+use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::pulsar::{producer, Consumer, SubType, TokioExecutor};
+use tool_service::wire::Frame;
+use tool_service::{tool_service, Chunks, Context, StreamClosed};
+
+/// Tell a joke (test double).
+///
+/// # Arguments
+/// * `topic` - The topic.
+#[tool_service(topic = "it-joke")]
+async fn it_joke(#[config_param] style: Option<String>, topic: String, #[context] ctx: &Context) -> String {
+    format!("{}|{topic}|{}|{}", style.as_deref().unwrap_or("-"), ctx.user().unwrap_or("-"), ctx.request_id())
+}
+
+/// Echo.
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service(topic = "it-echo")]
+async fn it_echo(text: String) -> String {
+    text
+}
+
+/// Panic on demand.
+///
+/// # Arguments
+/// * `panic` - Whether to panic.
+#[tool_service(topic = "it-panic")]
+async fn it_panic(panic: bool) -> String {
+    assert!(!panic, "asked to panic");
+    String::from("still here")
+}
+
+/// Stream numbers.
+///
+/// # Arguments
+/// * `count` - How many chunks.
+#[tool_service(topic = "it-stream")]
+async fn it_stream(count: u32, #[stream] out: Chunks) -> Result<String, StreamClosed> {
+    for n in 0..count {
+        out.send(format!("{n},")).await?;
+    }
+    Ok(String::from("end"))
+}
+
+/// Say who asked (for raw-message tests).
+#[tool_service(topic = "it-raw")]
+async fn it_raw(#[context] ctx: Context) -> String {
+    format!("user={}", ctx.user().unwrap_or(""))
+}
+
+async fn client(topic: &str) -> ToolClient {
+    let pulsar = support::connect().await;
+    ToolClient::connect(
+        &pulsar,
+        &format!("non-persistent://tg/request/{topic}"),
+        &format!("non-persistent://tg/response/{topic}"),
+    )
+    .await
+    .unwrap()
+    .with_timeout(Duration::from_secs(30))
+}
+
+/// Raw access to a topic pair: publish any payload, with or without `id`.
+struct Raw {
+    producer: tool_service::pulsar::Producer<TokioExecutor>,
+    consumer: Consumer<Vec<u8>, TokioExecutor>,
+}
+
+impl Raw {
+    async fn open(topic: &str) -> Self {
+        let pulsar = support::connect().await;
+        let consumer = pulsar
+            .consumer()
+            .with_topic(format!("non-persistent://tg/response/{topic}"))
+            .with_subscription(format!("raw-{}", std::process::id()))
+            .with_subscription_type(SubType::Exclusive)
+            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+            .build()
+            .await
+            .unwrap();
+        let producer = pulsar
+            .producer()
+            .with_topic(format!("non-persistent://tg/request/{topic}"))
+            .build()
+            .await
+            .unwrap();
+        Self { producer, consumer }
+    }
+
+    async fn send(&mut self, payload: &[u8], id: Option<&str>) {
+        let mut message = producer::Message {
+            payload: payload.to_vec(),
+            ..producer::Message::default()
+        };
+        if let Some(id) = id {
+            message.properties.insert("id".into(), id.into());
+        }
+        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
+    }
+
+    async fn receive(&mut self) -> (Option<String>, Frame) {
+        let message = tokio::time::timeout(Duration::from_secs(30), self.consumer.next())
+            .await
+            .expect("a response within 30 s")
+            .unwrap()
+            .unwrap();
+        self.consumer.ack(&message).await.unwrap();
+        let id = message
+            .metadata()
+            .properties
+            .iter()
+            .find(|property| property.key == "id")
+            .map(|property| property.value.clone());
+        (id, Frame::decode(&message.payload.data).unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joke_request_with_config_and_arguments() {
+    let served = support::InProcess::start(&["it-joke-service"]).await;
+    let client = client("it-joke").await;
+    let text = client.call(&json!({"style": "pun"}), &json!({"topic": "cats"})).await.unwrap();
+    let parts: Vec<&str> = text.split('|').collect();
+    assert_eq!(&parts[..3], ["pun", "cats", "-"]);
+    assert_eq!(parts[3].len(), 36, "the request id is the client's uuid: {text}");
+    let text = client.call(&json!({}), &json!({"topic": "dogs"})).await.unwrap();
+    assert!(text.starts_with("-|dogs|-|"), "{text}");
+    let reports = served.stop().await;
+    assert_eq!(reports["it-joke-service"].answered, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
+    let _served = support::InProcess::start(&["it-raw-service"]).await;
+    let mut raw = Raw::open("it-raw").await;
+    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("req-42")).await;
+    let (id, frame) = raw.receive().await;
+    assert_eq!(id.as_deref(), Some("req-42"));
+    assert_eq!(frame, Frame::last(Ok("user=".into())));
+    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, None).await;
+    let (id, frame) = raw.receive().await;
+    assert_eq!(id.as_deref(), Some("unknown"));
+    assert!(frame.error.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_reaches_the_handler_only_when_sent() {
+    let _served = support::InProcess::start(&["it-raw-service"]).await;
+    let mut raw = Raw::open("it-raw").await;
+    raw.send(br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#, Some("with-user")).await;
+    let (_, frame) = raw.receive().await;
+    assert_eq!(frame.response, "user=alice");
+    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("without-user")).await;
+    let (_, frame) = raw.receive().await;
+    assert_eq!(frame.response, "user=");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
+    let _served = support::InProcess::start(&["it-joke-service"]).await;
+    let client = client("it-joke").await;
+    match client.call(&json!({}), &json!({"topic": 5})).await {
+        Err(CallError::Tool(error)) => {
+            assert_eq!(error.kind(), "invalid-arguments");
+            assert!(error.message().contains("`topic`"), "{error:?}");
+        }
+        other => panic!("expected an error frame, got {other:?}"),
+    }
+    let frames = client.send_payload(b"not json at all".to_vec()).await.unwrap();
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
+    let text = client.call(&json!({}), &json!({"topic": "still serving"})).await.unwrap();
+    assert!(text.contains("still serving"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
+    let _served = support::InProcess::start(&["it-panic-service"]).await;
+    let client = client("it-panic").await;
+    match client.call(&json!({}), &json!({"panic": true})).await {
+        Err(CallError::Tool(error)) => {
+            assert_eq!(error.kind(), "handler-panic");
+            assert!(error.message().contains("asked to panic"), "{error:?}");
+        }
+        other => panic!("expected an error frame, got {other:?}"),
+    }
+    assert_eq!(client.call(&json!({}), &json!({"panic": false})).await.unwrap(), "still here");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
+    const REQUESTS: usize = 1000;
+    let _served = support::InProcess::start(&["it-echo-service"]).await;
+    let client = client("it-echo").await;
+    // A second subscription sees every response frame, to count them by id.
+    let mut watch = Raw::open("it-echo").await;
+    let calls = (0..REQUESTS).map(|n| {
+        let client = &client;
+        async move {
+            let text = format!("message {n}");
+            let answer = client.call(&json!({}), &json!({"text": text})).await.unwrap();
+            assert_eq!(answer, text, "a response reached the wrong caller");
+        }
+    });
+    futures_util::future::join_all(calls).await;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    while seen.values().sum::<usize>() < REQUESTS {
+        let (id, frame) = watch.receive().await;
+        assert!(frame.end_of_stream && frame.error.is_none());
+        *seen.entry(id.unwrap()).or_default() += 1;
+    }
+    assert_eq!(seen.len(), REQUESTS, "every id answered");
+    assert!(seen.values().all(|count| *count == 1), "no id answered twice");
+    // Nothing more arrives: no duplicate is on its way.
+    let more = tokio::time::timeout(Duration::from_millis(500), watch.consumer.next()).await;
+    assert!(more.is_err(), "an extra response frame arrived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_frames_arrive_in_order_with_end_of_stream_only_on_the_last() {
+    let _served = support::InProcess::start(&["it-stream-service"]).await;
+    let client = client("it-stream").await;
+    let request = tool_service::wire::Request::new(json!({}), json!({"count": 25}));
+    let frames = client.send(&request).await.unwrap();
+    assert_eq!(frames.len(), 26);
+    for (n, frame) in frames[..25].iter().enumerate() {
+        assert_eq!(frame.response, format!("{n},"));
+        assert!(!frame.end_of_stream);
+    }
+    assert_eq!(frames[25], Frame::last(Ok("end".into())));
+    let mut chunks = Vec::new();
+    let text = client
+        .call_streaming(&json!({}), &json!({"count": 3}), |chunk| chunks.push(chunk.to_owned()))
+        .await
+        .unwrap();
+    assert_eq!(chunks, ["0,", "1,", "2,", "end"]);
+    assert_eq!(text, "0,1,2,end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_services_are_refused_before_connecting() {
+    let registry = tool_service::Registry::collect().unwrap();
+    let mut options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:9");
+    options.only = vec![String::from("no-such-service")];
+    let error = tool_service::serve::serve(&registry, &options, std::future::pending())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().starts_with("no service `no-such-service` in this binary"), "{error}");
+}

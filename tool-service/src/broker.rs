@@ -1,0 +1,198 @@
+//! The connection to Apache Pulsar, shared by every service and client of a
+//! process.
+
+use std::fmt;
+use std::time::Duration;
+
+use pulsar::{Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor};
+
+/// The default broker: a local standalone Pulsar.
+pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
+
+/// How to reach the broker.
+///
+/// ```
+/// use tool_service::broker::BrokerOptions;
+///
+/// let options = BrokerOptions::new("pulsar://127.0.0.1:6650").with_api_key("secret-token");
+/// assert!(!format!("{options:?}").contains("secret-token"));
+/// ```
+#[derive(Clone)]
+pub struct BrokerOptions {
+    url: String,
+    api_key: Option<String>,
+    tls_ca_file: Option<std::path::PathBuf>,
+    max_backoff: Duration,
+}
+
+impl fmt::Debug for BrokerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrokerOptions")
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("tls_ca_file", &self.tls_ca_file)
+            .finish()
+    }
+}
+
+impl BrokerOptions {
+    /// A broker at `url` (`pulsar://host:port` or `pulsar+ssl://host:port`).
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            api_key: None,
+            tls_ca_file: None,
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+
+    /// Authenticates with a Pulsar token (TrustGraph's `PULSAR_API_KEY`).
+    pub fn with_api_key(mut self, token: impl Into<String>) -> Self {
+        self.api_key = Some(token.into());
+        self
+    }
+
+    /// Trusts the certificate authority in this PEM file for `pulsar+ssl://`.
+    pub fn with_tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls_ca_file = Some(path.into());
+        self
+    }
+
+    /// The longest wait between two connection attempts (default 10 s).
+    pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
+        self.max_backoff = max_backoff;
+        self
+    }
+
+    /// The broker URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Connects once: the client reconnects by itself afterwards, with
+    /// exponential backoff up to the configured maximum.
+    ///
+    /// # Errors
+    /// The client's error when the broker cannot be reached or refuses us.
+    pub async fn connect(&self) -> Result<Pulsar<TokioExecutor>, pulsar::Error> {
+        let mut builder = Pulsar::builder(self.url.clone(), TokioExecutor)
+            .with_connection_retry_options(ConnectionRetryOptions {
+                min_backoff: Duration::from_millis(50),
+                max_backoff: self.max_backoff,
+                max_retries: u32::MAX,
+                connection_timeout: Duration::from_secs(5),
+                keep_alive: Duration::from_secs(30),
+                ..ConnectionRetryOptions::default()
+            })
+            .with_operation_retry_options(OperationRetryOptions {
+                operation_timeout: Duration::from_secs(30),
+                retry_delay: Duration::from_millis(500),
+                max_retries: None,
+            });
+        if let Some(token) = &self.api_key {
+            builder = builder.with_auth(Authentication {
+                name: String::from("token"),
+                data: token.clone().into_bytes(),
+            });
+        }
+        if let Some(path) = &self.tls_ca_file {
+            builder = builder.with_certificate_chain_file(path).map_err(|error| {
+                pulsar::Error::Custom(format!("cannot read the CA file {}: {error}", path.display()))
+            })?;
+        }
+        builder.build().await
+    }
+
+    /// Connects, retrying with backoff (and saying so in the log) until the
+    /// broker answers or `give_up` completes.
+    ///
+    /// # Errors
+    /// The last connection error, when `give_up` completed first.
+    pub async fn connect_with_retry(
+        &self,
+        give_up: impl std::future::Future<Output = ()>,
+    ) -> Result<Pulsar<TokioExecutor>, pulsar::Error> {
+        tokio::pin!(give_up);
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            // The client itself retries forever; probe first so that every
+            // failed attempt is logged and the caller can give up.
+            let error = match self.probe().await {
+                Ok(()) => match self.connect().await {
+                    Ok(pulsar) => return Ok(pulsar),
+                    Err(error) => error,
+                },
+                Err(error) => pulsar::Error::Custom(error.to_string()),
+            };
+            tracing::warn!(url = %self.url, %error, retry_in = ?backoff, "Pulsar broker not reachable; retrying");
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = &mut give_up => return Err(error),
+            }
+            backoff = (backoff * 2).min(self.max_backoff);
+        }
+    }
+
+    /// Opens and closes a TCP connection to the first broker address.
+    async fn probe(&self) -> std::io::Result<()> {
+        let address = broker_address(&self.url).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("`{}` is not a Pulsar URL such as pulsar://host:6650", self.url),
+            )
+        })?;
+        let connect = tokio::net::TcpStream::connect(address.as_str());
+        match tokio::time::timeout(Duration::from_secs(5), connect).await {
+            Ok(result) => result.map(drop),
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer from {address}"))),
+        }
+    }
+}
+
+/// `host:port` of the first broker in a `pulsar://` or `pulsar+ssl://` URL.
+fn broker_address(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default_port = match scheme {
+        "pulsar" => 6650,
+        "pulsar+ssl" => 6651,
+        _ => return None,
+    };
+    let authority = rest.split(['/', ',']).next()?;
+    if authority.is_empty() {
+        return None;
+    }
+    let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+    Some(if has_port { authority.to_owned() } else { format!("{authority}:{default_port}") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_addresses() {
+        assert_eq!(broker_address("pulsar://127.0.0.1:6650").as_deref(), Some("127.0.0.1:6650"));
+        assert_eq!(broker_address("pulsar://pulsar").as_deref(), Some("pulsar:6650"));
+        assert_eq!(broker_address("pulsar+ssl://broker.example/").as_deref(), Some("broker.example:6651"));
+        assert_eq!(broker_address("pulsar://a:1,b:2").as_deref(), Some("a:1"));
+        assert_eq!(broker_address("http://x"), None);
+        assert_eq!(broker_address("nonsense"), None);
+    }
+
+    #[test]
+    fn the_api_key_never_shows() {
+        let options = BrokerOptions::new("pulsar://x").with_api_key("eyJ-secret");
+        assert!(!format!("{options:?}").contains("eyJ"));
+    }
+
+    #[tokio::test]
+    async fn giving_up_returns_the_last_error() {
+        // Port 9 (discard) on loopback is closed on these machines.
+        let options = BrokerOptions::new("pulsar://127.0.0.1:9");
+        let error = options
+            .connect_with_retry(tokio::time::sleep(Duration::from_millis(300)))
+            .await
+            .unwrap_err();
+        assert!(!error.to_string().is_empty());
+    }
+}

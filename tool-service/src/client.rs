@@ -1,0 +1,284 @@
+//! Calling any TrustGraph tool service over Pulsar, Rust or Python alike.
+//!
+//! A [`ToolClient`] publishes requests with a fresh `id` and reads the
+//! response topic on a subscription of its own, matching responses to
+//! callers by `id`; so many clients (and TrustGraph agents) can share one
+//! response topic.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use pulsar::consumer::{ConsumerOptions, InitialPosition};
+use pulsar::producer::{self, Producer};
+use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
+use serde_json::Value;
+use tokio::sync::{mpsc, Mutex};
+
+use crate::descriptor::ToolServiceDescriptor;
+use crate::wire::{Frame, Request, ID_PROPERTY};
+use crate::ToolError;
+
+/// The default time a call may take, end to end.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Pending = Arc<StdMutex<HashMap<String, mpsc::UnboundedSender<Frame>>>>;
+
+/// A client of one tool service.
+///
+/// ```no_run
+/// use serde_json::json;
+/// use tool_service::broker::BrokerOptions;
+/// use tool_service::client::ToolClient;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
+/// let client = ToolClient::connect(
+///     &pulsar,
+///     "non-persistent://tg/request/joke",
+///     "non-persistent://tg/response/joke",
+/// )
+/// .await?;
+/// let joke = client.call(&json!({"style": "pun"}), &json!({"topic": "programming"})).await?;
+/// println!("{joke}");
+/// # Ok(()) }
+/// ```
+pub struct ToolClient {
+    producer: Mutex<Producer<TokioExecutor>>,
+    pending: Pending,
+    reader: tokio::task::JoinHandle<()>,
+    timeout: Duration,
+    user: Option<String>,
+}
+
+impl std::fmt::Debug for ToolClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolClient")
+            .field("timeout", &self.timeout)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The service answered with an error frame.
+    #[error("the tool service answered with an error: {0}")]
+    Tool(ToolError),
+    /// No last frame arrived in time.
+    #[error("no complete response within {0:?}")]
+    Timeout(Duration),
+    /// The broker connection failed.
+    #[error("Pulsar: {0}")]
+    Pulsar(#[from] pulsar::Error),
+    /// The client's response reader stopped.
+    #[error("the response reader stopped")]
+    Closed,
+}
+
+impl ToolClient {
+    /// Subscribes to `response_queue` and prepares to publish on
+    /// `request_queue`. Returns once the subscription exists, so no response
+    /// can be missed.
+    ///
+    /// # Errors
+    /// The client's error when the topics cannot be opened.
+    pub async fn connect(
+        pulsar: &Pulsar<TokioExecutor>,
+        request_queue: &str,
+        response_queue: &str,
+    ) -> Result<Self, pulsar::Error> {
+        let subscription = format!("tool-client-{}", uuid::Uuid::new_v4());
+        let consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
+            .consumer()
+            .with_topic(response_queue)
+            .with_subscription(subscription)
+            .with_subscription_type(SubType::Exclusive)
+            .with_options(
+                ConsumerOptions::default()
+                    .durable(false)
+                    .with_initial_position(InitialPosition::Latest),
+            )
+            .build()
+            .await?;
+        let producer = pulsar.producer().with_topic(request_queue).build().await?;
+        let pending: Pending = Arc::default();
+        let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
+        Ok(Self {
+            producer: Mutex::new(producer),
+            pending,
+            reader,
+            timeout: DEFAULT_TIMEOUT,
+            user: None,
+        })
+    }
+
+    /// A client of the service a `tool-service` descriptor describes.
+    ///
+    /// # Errors
+    /// As [`ToolClient::connect`].
+    pub async fn for_service(
+        pulsar: &Pulsar<TokioExecutor>,
+        descriptor: &ToolServiceDescriptor,
+    ) -> Result<Self, pulsar::Error> {
+        Self::connect(pulsar, &descriptor.request_queue, &descriptor.response_queue).await
+    }
+
+    /// Sets the time a call may take, end to end (default 60 s).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sends `user` with every request (the original spec's multi-tenancy
+    /// field; TrustGraph 2.x sends none).
+    #[must_use]
+    pub fn with_user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// Calls the tool and returns its response text. For a streaming service
+    /// this is all chunks joined, as TrustGraph's `call_streaming` returns.
+    ///
+    /// # Errors
+    /// [`CallError::Tool`] for an error frame, else transport errors and
+    /// timeouts.
+    pub async fn call(&self, config: &Value, arguments: &Value) -> Result<String, CallError> {
+        self.call_streaming(config, arguments, |_| {}).await
+    }
+
+    /// Calls the tool, handing each non-empty chunk to `on_chunk` as it
+    /// arrives, and returns all chunks joined.
+    ///
+    /// # Errors
+    /// As [`ToolClient::call`].
+    pub async fn call_streaming(
+        &self,
+        config: &Value,
+        arguments: &Value,
+        mut on_chunk: impl FnMut(&str),
+    ) -> Result<String, CallError> {
+        let mut request = Request::new(config.clone(), arguments.clone());
+        request.user.clone_from(&self.user);
+        let mut text = String::new();
+        for frame in self.send(&request).await? {
+            if let Some(error) = frame.error {
+                return Err(CallError::Tool(error));
+            }
+            if !frame.response.is_empty() {
+                on_chunk(&frame.response);
+                text.push_str(&frame.response);
+            }
+        }
+        Ok(text)
+    }
+
+    /// Sends one request as given and returns every frame of its response,
+    /// the last one with `end_of_stream`.
+    ///
+    /// # Errors
+    /// Transport errors and timeouts; error frames are returned as frames.
+    pub async fn send(&self, request: &Request) -> Result<Vec<Frame>, CallError> {
+        self.send_payload(request.encode()).await
+    }
+
+    /// Sends a raw payload (any bytes) and returns the response frames.
+    ///
+    /// # Errors
+    /// As [`ToolClient::send`].
+    pub async fn send_payload(&self, payload: Vec<u8>) -> Result<Vec<Frame>, CallError> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        self.pending
+            .lock()
+            .map_err(|_| CallError::Closed)?
+            .insert(id.clone(), sender);
+        let _forget = Forget {
+            pending: &self.pending,
+            id: &id,
+        };
+        let message = producer::Message {
+            payload,
+            properties: HashMap::from([(ID_PROPERTY.to_owned(), id.clone())]),
+            ..producer::Message::default()
+        };
+        let exchange = async {
+            let receipt = self.producer.lock().await.send_non_blocking(message).await?;
+            receipt.await?;
+            let mut frames = Vec::new();
+            while let Some(frame) = receiver.recv().await {
+                let last = frame.end_of_stream;
+                frames.push(frame);
+                if last {
+                    return Ok(frames);
+                }
+            }
+            Err(CallError::Closed)
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| CallError::Timeout(self.timeout))?
+    }
+}
+
+impl Drop for ToolClient {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Removes a call's entry however the call ends.
+struct Forget<'a> {
+    pending: &'a Pending,
+    id: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.remove(self.id);
+        }
+    }
+}
+
+async fn read_responses(mut consumer: Consumer<Vec<u8>, TokioExecutor>, pending: Pending) {
+    while let Some(next) = consumer.next().await {
+        let message = match next {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(%error, "cannot receive a response; the client reconnects");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = consumer.ack(&message).await;
+        let Some(id) = message
+            .metadata()
+            .properties
+            .iter()
+            .find(|property| property.key == ID_PROPERTY)
+            .map(|property| property.value.as_str())
+        else {
+            continue;
+        };
+        let Some(sender) = pending.lock().ok().and_then(|pending| pending.get(id).cloned()) else {
+            continue; // another client's response
+        };
+        match Frame::decode(&message.payload.data) {
+            Ok(frame) => {
+                let _ = sender.send(frame);
+            }
+            Err(error) => {
+                let _ = sender.send(Frame::last(Err(ToolError::with_type(
+                    ToolError::INVALID_REQUEST,
+                    format!("the service sent a response that is not a frame: {error}"),
+                ))));
+            }
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! Serving every registered service on an Apache Pulsar broker.
+//!
+//! One client connection per process; per service a Shared consumer on its
+//! request topic (subscription `{id}-request`, initial position Latest) and a
+//! producer on its response topic. Each request is decoded, handled with at
+//! most `concurrency` in flight, answered under the same `id` property, and
+//! only then acknowledged.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use pulsar::consumer::{ConsumerOptions, InitialPosition};
+use pulsar::producer::{self, Producer};
+use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
+use tokio::sync::{watch, Mutex};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::broker::BrokerOptions;
+use crate::dispatch::{self, FrameSink};
+use crate::wire::{Frame, ID_PROPERTY, UNKNOWN_ID};
+use crate::{Registry, Service};
+
+/// Requests a service handles at once unless its attribute or `--concurrency`
+/// says otherwise.
+///
+/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
+/// should keep many requests in flight; 64 keeps a slow downstream from
+/// piling up unbounded work and memory. It is also the consumer's receive
+/// window, so replicas on one Shared subscription split the load instead of
+/// one buffering it all.
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// How long in-flight requests may take to finish after a shutdown signal.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+
+/// What to serve, and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The broker.
+    pub broker: BrokerOptions,
+    /// Overrides every service's concurrency when set.
+    pub concurrency: Option<usize>,
+    /// Serve only these service ids (all when empty).
+    pub only: Vec<String>,
+    /// How long in-flight requests may take to finish on shutdown.
+    pub grace_period: Duration,
+}
+
+impl ServeOptions {
+    /// Serve every service on the broker at `url`, with the defaults.
+    ///
+    /// ```
+    /// let options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
+    /// assert_eq!(options.grace_period, tool_service::serve::DEFAULT_GRACE_PERIOD);
+    /// ```
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            broker: BrokerOptions::new(url),
+            concurrency: None,
+            only: Vec::new(),
+            grace_period: DEFAULT_GRACE_PERIOD,
+        }
+    }
+
+    /// The concurrency a service runs with.
+    pub fn concurrency_of(&self, service: Service) -> usize {
+        self.concurrency
+            .or(service.concurrency())
+            .unwrap_or(DEFAULT_CONCURRENCY)
+            .max(1)
+    }
+}
+
+/// Why serving stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// `--only` named a service this binary does not have.
+    #[error("no service `{id}` in this binary (known: {known})")]
+    UnknownService {
+        /// The id asked for.
+        id: String,
+        /// The ids there are.
+        known: String,
+    },
+    /// Nothing to serve.
+    #[error("no tool services are registered in this binary")]
+    NothingToServe,
+    /// The broker could not be reached before shutdown.
+    #[error("cannot connect to the Pulsar broker at {url}: {source}")]
+    Connect {
+        /// The broker URL.
+        url: String,
+        /// The client's error.
+        source: pulsar::Error,
+    },
+    /// A consumer or producer could not be created.
+    #[error("service `{service}`: cannot {what} on `{topic}`: {source}")]
+    Topic {
+        /// The service id.
+        service: String,
+        /// `subscribe` or `publish`.
+        what: &'static str,
+        /// The topic.
+        topic: String,
+        /// The client's error.
+        source: pulsar::Error,
+    },
+}
+
+/// What a service did while serving.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceReport {
+    /// Requests answered (success or error frame) and acknowledged.
+    pub answered: u64,
+    /// Requests still running when the grace period ended (not acknowledged,
+    /// so a persistent topic redelivers them).
+    pub abandoned: u64,
+}
+
+/// Serves the registry's services until `shutdown` completes, then lets
+/// in-flight requests finish within the grace period. While the broker is
+/// unreachable at start, retries with backoff (and logs each attempt).
+///
+/// ```no_run
+/// use tool_service::serve::{serve, ServeOptions};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = tool_service::Registry::collect()?;
+/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// serve(&registry, &options, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// See [`ServeError`]: start-up problems, or a consumer/producer that cannot
+/// be created.
+pub async fn serve(
+    registry: &Registry,
+    options: &ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
+    let (stop, stopped) = watch::channel(false);
+    let signal = async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
+    let work = async {
+        let mut give_up = stopped.clone();
+        let started = Serving::start(registry, options, async move { stop_requested(&mut give_up).await }).await;
+        let serving = match started {
+            Ok(serving) => serving,
+            Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),
+            Err(error) => return Err(error),
+        };
+        let mut stopped = stopped.clone();
+        Ok(serving.run_until(async move { stop_requested(&mut stopped).await }).await)
+    };
+    tokio::pin!(signal);
+    tokio::pin!(work);
+    let mut signalled = false;
+    loop {
+        tokio::select! {
+            result = &mut work => return result,
+            _ = &mut signal, if !signalled => signalled = true,
+        }
+    }
+}
+
+/// Services that are subscribed and about to serve: requests published from
+/// now on are answered.
+///
+/// ```no_run
+/// use tool_service::serve::{ServeOptions, Serving};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = tool_service::Registry::collect()?;
+/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// let serving = Serving::start(&registry, &options, std::future::pending()).await?;
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = tokio::spawn(serving.run_until(async { let _ = stopped.await; }));
+/// // … send requests …
+/// stop.send(()).unwrap();
+/// let reports = server.await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "nothing is served until `run_until` runs"]
+pub struct Serving {
+    workers: Vec<Worker>,
+    grace_period: Duration,
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving")
+            .field("services", &self.workers.iter().map(|worker| worker.service.id()).collect::<Vec<_>>())
+            .field("grace_period", &self.grace_period)
+            .finish()
+    }
+}
+
+impl Serving {
+    /// Connects (retrying until `give_up` completes) and subscribes every
+    /// selected service.
+    ///
+    /// # Errors
+    /// See [`ServeError`].
+    pub async fn start(
+        registry: &Registry,
+        options: &ServeOptions,
+        give_up: impl Future<Output = ()>,
+    ) -> Result<Self, ServeError> {
+        let services = select_services(registry, &options.only)?;
+        let pulsar = options
+            .broker
+            .connect_with_retry(give_up)
+            .await
+            .map_err(|source| ServeError::Connect {
+                url: options.broker.url().to_owned(),
+                source,
+            })?;
+        tracing::info!(url = %options.broker.url(), "connected to Pulsar");
+        let mut workers = Vec::with_capacity(services.len());
+        for service in services {
+            workers.push(Worker::start(&pulsar, service, options.concurrency_of(service)).await?);
+        }
+        tracing::info!(services = workers.len(), "ready");
+        Ok(Self {
+            workers,
+            grace_period: options.grace_period,
+        })
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish
+    /// within the grace period, closes consumers and producers, and reports
+    /// per service.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> HashMap<&'static str, ServiceReport> {
+        let (stop, stopped) = watch::channel(false);
+        let mut running = JoinSet::new();
+        for worker in self.workers {
+            let stopped = stopped.clone();
+            let grace = self.grace_period;
+            running.spawn(async move { (worker.service.id(), worker.run(stopped, grace).await) });
+        }
+        let collect = async {
+            let mut reports = HashMap::new();
+            while let Some(joined) = running.join_next().await {
+                match joined {
+                    Ok((id, report)) => {
+                        reports.insert(id, report);
+                    }
+                    Err(error) => tracing::error!(%error, "a service worker failed"),
+                }
+            }
+            reports
+        };
+        tokio::pin!(collect);
+        tokio::pin!(shutdown);
+        tokio::select! {
+            reports = &mut collect => reports,
+            _ = &mut shutdown => {
+                let _ = stop.send(true);
+                collect.await
+            }
+        }
+    }
+}
+
+fn select_services(registry: &Registry, only: &[String]) -> Result<Vec<Service>, ServeError> {
+    if registry.services().is_empty() {
+        return Err(ServeError::NothingToServe);
+    }
+    if only.is_empty() {
+        return Ok(registry.services().to_vec());
+    }
+    only.iter()
+        .map(|id| {
+            registry.service(id).ok_or_else(|| ServeError::UnknownService {
+                id: id.clone(),
+                known: registry
+                    .services()
+                    .iter()
+                    .map(|service| service.id())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        })
+        .collect()
+}
+
+/// Completes once a stop has been requested (or can no longer be).
+async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
+    loop {
+        if *stopped.borrow_and_update() {
+            return;
+        }
+        if stopped.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+type RequestMessage = pulsar::consumer::Message<Vec<u8>>;
+
+/// The consumer loop of one service.
+struct Worker {
+    service: Service,
+    concurrency: usize,
+    consumer: Consumer<Vec<u8>, TokioExecutor>,
+    producer: Arc<Mutex<Producer<TokioExecutor>>>,
+}
+
+impl Worker {
+    async fn start(pulsar: &Pulsar<TokioExecutor>, service: Service, concurrency: usize) -> Result<Self, ServeError> {
+        let request_queue = service.request_queue();
+        let response_queue = service.response_queue();
+        let consumer = pulsar
+            .consumer()
+            .with_topic(&request_queue)
+            .with_subscription(service.subscription())
+            .with_subscription_type(SubType::Shared)
+            .with_batch_size(u32::try_from(concurrency).unwrap_or(u32::MAX))
+            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+            .build::<Vec<u8>>()
+            .await
+            .map_err(|source| ServeError::Topic {
+                service: service.id().to_owned(),
+                what: "subscribe",
+                topic: request_queue.clone(),
+                source,
+            })?;
+        let producer = pulsar
+            .producer()
+            .with_topic(&response_queue)
+            .build()
+            .await
+            .map_err(|source| ServeError::Topic {
+                service: service.id().to_owned(),
+                what: "publish",
+                topic: response_queue.clone(),
+                source,
+            })?;
+        tracing::info!(
+            service = service.id(),
+            %request_queue,
+            %response_queue,
+            subscription = %service.subscription(),
+            concurrency,
+            "serving"
+        );
+        Ok(Self {
+            service,
+            concurrency,
+            consumer,
+            producer: Arc::new(Mutex::new(producer)),
+        })
+    }
+
+    async fn run(mut self, mut stopped: watch::Receiver<bool>, grace: Duration) -> ServiceReport {
+        let mut report = ServiceReport::default();
+        let mut in_flight: JoinSet<(RequestMessage, bool)> = JoinSet::new();
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop_requested(&mut stopped) => break,
+                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                    self.settle(done, &mut report).await;
+                }
+                next = self.consumer.next(), if in_flight.len() < self.concurrency => match next {
+                    Some(Ok(message)) => self.spawn(&mut in_flight, message),
+                    Some(Err(error)) => {
+                        tracing::warn!(service = self.service.id(), %error, "cannot receive a request; the client reconnects");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    None => {
+                        tracing::error!(service = self.service.id(), "the request stream ended");
+                        break;
+                    }
+                },
+            }
+        }
+        tracing::info!(service = self.service.id(), in_flight = in_flight.len(), "stopping: finishing in-flight requests");
+        let deadline = tokio::time::Instant::now() + grace;
+        while !in_flight.is_empty() {
+            match tokio::time::timeout_at(deadline, in_flight.join_next()).await {
+                Ok(Some(done)) => self.settle(done, &mut report).await,
+                Ok(None) => break,
+                Err(_) => {
+                    report.abandoned = in_flight.len() as u64;
+                    tracing::warn!(
+                        service = self.service.id(),
+                        abandoned = report.abandoned,
+                        "grace period over: abandoning requests still running"
+                    );
+                    in_flight.abort_all();
+                    break;
+                }
+            }
+        }
+        if let Err(error) = self.consumer.close().await {
+            tracing::debug!(service = self.service.id(), %error, "closing the consumer");
+        }
+        if let Err(error) = self.producer.lock().await.close().await {
+            tracing::debug!(service = self.service.id(), %error, "closing the producer");
+        }
+        tracing::info!(service = self.service.id(), answered = report.answered, "stopped");
+        report
+    }
+
+    fn spawn(&self, in_flight: &mut JoinSet<(RequestMessage, bool)>, message: RequestMessage) {
+        let service = self.service;
+        let producer = Arc::clone(&self.producer);
+        let id = message
+            .metadata()
+            .properties
+            .iter()
+            .find(|property| property.key == ID_PROPERTY)
+            .map_or_else(|| UNKNOWN_ID.to_owned(), |property| property.value.clone());
+        let span = tracing::debug_span!("request", service = service.id(), request_id = %id);
+        in_flight.spawn(
+            async move {
+                let mut sink = PulsarSink { producer: &producer };
+                let sent = match dispatch::dispatch(service, &id, &message.payload.data, &mut sink).await {
+                    Ok(_) => true,
+                    Err(error) => {
+                        tracing::error!(%error, "cannot send the response");
+                        false
+                    }
+                };
+                (message, sent)
+            }
+            .instrument(span),
+        );
+    }
+
+    async fn settle(&mut self, done: Result<(RequestMessage, bool), tokio::task::JoinError>, report: &mut ServiceReport) {
+        match done {
+            Ok((message, true)) => {
+                report.answered += 1;
+                if let Err(error) = self.consumer.ack(&message).await {
+                    tracing::warn!(service = self.service.id(), %error, "cannot acknowledge a request");
+                }
+            }
+            Ok((message, false)) => {
+                if let Err(error) = self.consumer.nack(&message).await {
+                    tracing::warn!(service = self.service.id(), %error, "cannot negatively acknowledge a request");
+                }
+            }
+            Err(error) => tracing::error!(service = self.service.id(), %error, "a request task failed"),
+        }
+    }
+}
+
+/// Sends frames to a service's response topic, each under the request's `id`.
+struct PulsarSink<'a> {
+    producer: &'a Mutex<Producer<TokioExecutor>>,
+}
+
+impl FrameSink for PulsarSink<'_> {
+    type Error = pulsar::Error;
+
+    async fn send(&mut self, id: &str, frame: Frame) -> Result<(), Self::Error> {
+        let message = producer::Message {
+            payload: frame.encode(),
+            properties: HashMap::from([(ID_PROPERTY.to_owned(), id.to_owned())]),
+            ..producer::Message::default()
+        };
+        let receipt = self.producer.lock().await.send_non_blocking(message).await?;
+        receipt.await?;
+        Ok(())
+    }
+}
