@@ -9,7 +9,12 @@ use serde_json::Value;
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/examples-<hash> → target/<profile>/examples/<name>
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples").join(name);
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(name);
     assert!(
         path.exists(),
         "{} is missing: run the tests with `cargo test --workspace`, which builds the examples, or `cargo build --examples` first",
@@ -28,7 +33,11 @@ fn golden(name: &str) -> Value {
 }
 
 fn stdout_json(output: &Output) -> Value {
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -44,7 +53,10 @@ fn frames(output: &Output) -> Vec<Value> {
 fn joke_descriptors_equal_the_spec() {
     for args in [&[][..], &["descriptors"]] {
         let tree = stdout_json(&run("joke", args));
-        assert_eq!(tree["tool-service"]["joke-service"], golden("joke-service.json"));
+        assert_eq!(
+            tree["tool-service"]["joke-service"],
+            golden("joke-service.json")
+        );
         assert_eq!(tree["tool"]["tell-joke"], golden("tell-joke.json"));
         assert_eq!(tree["tool-service"].as_object().unwrap().len(), 1);
         assert_eq!(tree["tool"].as_object().unwrap().len(), 1);
@@ -54,18 +66,31 @@ fn joke_descriptors_equal_the_spec() {
 #[test]
 fn custom_rag_has_two_tools_on_one_service() {
     let tree = stdout_json(&run("custom_rag", &[]));
-    assert_eq!(tree["tool-service"]["custom-rag"], golden("custom-rag.json"));
-    assert_eq!(tree["tool"]["query-customers"], golden("query-customers.json"));
-    assert_eq!(tree["tool"]["query-products"], golden("query-products.json"));
+    assert_eq!(
+        tree["tool-service"]["custom-rag"],
+        golden("custom-rag.json")
+    );
+    assert_eq!(
+        tree["tool"]["query-customers"],
+        golden("query-customers.json")
+    );
+    assert_eq!(
+        tree["tool"]["query-products"],
+        golden("query-products.json")
+    );
 }
 
 #[test]
 fn descriptors_out_writes_one_file_per_item() {
     let dir = std::env::temp_dir().join(format!("tool-service-out-{}", std::process::id()));
-    let output = run("custom_rag", &["descriptors", "--out", dir.to_str().unwrap()]);
+    let output = run(
+        "custom_rag",
+        &["descriptors", "--out", dir.to_str().unwrap()],
+    );
     assert!(output.status.success());
     let read = |key: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{key}.json"))).unwrap()).unwrap()
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{key}.json"))).unwrap())
+            .unwrap()
     };
     assert_eq!(read("tool-service/custom-rag"), golden("custom-rag.json"));
     assert_eq!(read("tool/query-customers"), golden("query-customers.json"));
@@ -77,7 +102,14 @@ fn descriptors_out_writes_one_file_per_item() {
 fn call_prints_a_success_frame() {
     let output = run(
         "joke",
-        &["call", "tell-joke", "--args", r#"{"topic":"programming"}"#, "--config", r#"{"style":"pun"}"#],
+        &[
+            "call",
+            "tell-joke",
+            "--args",
+            r#"{"topic":"programming"}"#,
+            "--config",
+            r#"{"style":"pun"}"#,
+        ],
     );
     assert!(output.status.success());
     let frames = frames(&output);
@@ -85,19 +117,45 @@ fn call_prints_a_success_frame() {
     assert_eq!(frames[0]["id"], "call");
     assert_eq!(frames[0]["error"], Value::Null);
     assert_eq!(frames[0]["end_of_stream"], true);
-    assert!(frames[0]["response"].as_str().unwrap().starts_with("Here's a pun for you:"));
+    assert!(frames[0]["response"]
+        .as_str()
+        .unwrap()
+        .starts_with("Here's a pun for you:"));
 }
 
 #[test]
 fn call_sends_the_tool_preset_and_the_user() {
-    let output = run("joke", &["call", "tell-joke", "--args", r#"{"topic":"food"}"#, "--user", "alice"]);
-    let text = frames(&output)[0]["response"].as_str().unwrap().to_owned();
-    assert!(text.starts_with("Hey alice! Here's a pun for you:"), "{text}");
     let output = run(
         "joke",
-        &["call", "joke-service", "--args", r#"{"topic":"food"}"#, "--config", r#"{"style":"dad-joke"}"#],
+        &[
+            "call",
+            "tell-joke",
+            "--args",
+            r#"{"topic":"food"}"#,
+            "--user",
+            "alice",
+        ],
     );
-    assert!(frames(&output)[0]["response"].as_str().unwrap().starts_with("Here's a dad joke"));
+    let text = frames(&output)[0]["response"].as_str().unwrap().to_owned();
+    assert!(
+        text.starts_with("Hey alice! Here's a pun for you:"),
+        "{text}"
+    );
+    let output = run(
+        "joke",
+        &[
+            "call",
+            "joke-service",
+            "--args",
+            r#"{"topic":"food"}"#,
+            "--config",
+            r#"{"style":"dad-joke"}"#,
+        ],
+    );
+    assert!(frames(&output)[0]["response"]
+        .as_str()
+        .unwrap()
+        .starts_with("Here's a dad joke"));
 }
 
 #[test]
@@ -118,18 +176,32 @@ fn call_of_an_unknown_name_lists_the_known_ones() {
     let output = run("joke", &["call", "tell-jokes"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no tool or service named `tell-jokes`"), "{stderr}");
+    assert!(
+        stderr.contains("no tool or service named `tell-jokes`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("tell-joke, joke-service"), "{stderr}");
 }
 
 #[test]
 fn streaming_call_prints_every_frame_in_order() {
-    let output = run("streaming", &["call", "tell-story", "--args", r#"{"hero":"Ferris","chapters":3}"#]);
+    let output = run(
+        "streaming",
+        &[
+            "call",
+            "tell-story",
+            "--args",
+            r#"{"hero":"Ferris","chapters":3}"#,
+        ],
+    );
     let frames = frames(&output);
     assert_eq!(frames.len(), 4);
     for (index, frame) in frames[..3].iter().enumerate() {
         assert_eq!(frame["end_of_stream"], false);
-        assert!(frame["response"].as_str().unwrap().starts_with(&format!("Chapter {}", index + 1)));
+        assert!(frame["response"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Chapter {}", index + 1)));
     }
     assert_eq!(frames[3]["end_of_stream"], true);
     assert_eq!(frames[3]["response"], "The end of Ferris's 3 chapters.");

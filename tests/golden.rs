@@ -28,9 +28,15 @@ fn requests_of_both_generations_decode() {
 #[test]
 fn response_frames_encode_exactly() {
     let success = Frame::last(Ok("Here's a pun for you: …".into()));
-    assert_eq!(serde_json::from_slice::<Value>(&success.encode()).unwrap(), json("response-success.json"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&success.encode()).unwrap(),
+        json("response-success.json")
+    );
     let failure = Frame::last(Err(ToolError::new("…")));
-    assert_eq!(serde_json::from_slice::<Value>(&failure.encode()).unwrap(), json("response-error.json"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&failure.encode()).unwrap(),
+        json("response-error.json")
+    );
     let decoded = Frame::decode(golden("response-error.json").as_bytes()).unwrap();
     assert_eq!(decoded, failure);
 }
@@ -39,10 +45,22 @@ fn response_frames_encode_exactly() {
 fn descriptors_round_trip() {
     for name in ["joke-service.json", "custom-rag.json"] {
         let descriptor: ToolServiceDescriptor = serde_json::from_value(json(name)).unwrap();
-        assert_eq!(serde_json::to_value(&descriptor).unwrap(), json(name), "{name}");
+        assert_eq!(
+            serde_json::to_value(&descriptor).unwrap(),
+            json(name),
+            "{name}"
+        );
     }
-    for name in ["tell-joke.json", "query-customers.json", "query-products.json"] {
+    for name in [
+        "tell-joke.json",
+        "query-customers.json",
+        "query-products.json",
+    ] {
         let descriptor: ToolDescriptor = serde_json::from_value(json(name)).unwrap();
-        assert_eq!(serde_json::to_value(&descriptor).unwrap(), json(name), "{name}");
+        assert_eq!(
+            serde_json::to_value(&descriptor).unwrap(),
+            json(name),
+            "{name}"
+        );
     }
 }

@@ -21,7 +21,10 @@ mod second {
     pub async fn two() {}
 
     /// The same request queue as `first::one`.
-    #[tool_service(topic = "third", request_queue = "non-persistent://tg/request/shared-topic")]
+    #[tool_service(
+        topic = "third",
+        request_queue = "non-persistent://tg/request/shared-topic"
+    )]
     pub async fn three() {}
 }
 
@@ -79,14 +82,27 @@ fn every_problem_is_reported_at_once() {
     };
 
     let duplicate_id = find("service id `twice` is defined twice");
-    assert!(duplicate_id.contains("registry_mistakes::first::one (tests/registry_mistakes.rs:"), "{duplicate_id}");
-    assert!(duplicate_id.contains("registry_mistakes::second::two (tests/registry_mistakes.rs:"), "{duplicate_id}");
+    assert!(
+        duplicate_id.contains("registry_mistakes::first::one (tests/registry_mistakes.rs:"),
+        "{duplicate_id}"
+    );
+    assert!(
+        duplicate_id.contains("registry_mistakes::second::two (tests/registry_mistakes.rs:"),
+        "{duplicate_id}"
+    );
 
     let duplicate_tool = find("tool name `one` is defined twice");
-    assert!(duplicate_tool.contains("first::one") && duplicate_tool.contains("second::two"), "{duplicate_tool}");
+    assert!(
+        duplicate_tool.contains("first::one") && duplicate_tool.contains("second::two"),
+        "{duplicate_tool}"
+    );
 
-    let duplicate_queue = find("request queue `non-persistent://tg/request/shared-topic` is used twice");
-    assert!(duplicate_queue.contains("first::one") && duplicate_queue.contains("second::three"), "{duplicate_queue}");
+    let duplicate_queue =
+        find("request queue `non-persistent://tg/request/shared-topic` is used twice");
+    assert!(
+        duplicate_queue.contains("first::one") && duplicate_queue.contains("second::three"),
+        "{duplicate_queue}"
+    );
 
     assert_eq!(
         find("`colection`"),
@@ -97,8 +113,16 @@ fn every_problem_is_reported_at_once() {
         "tool `missing-required`: required config param `collection` of service `rag-service` is not set; add `config(collection = …)` to the tool"
     );
     let wrong_type = find("tool `wrong-type`");
-    assert!(wrong_type.contains("field `collection`: invalid type: integer `5`, expected a string"), "{wrong_type}");
-    assert!(!messages.iter().any(|message| message.contains("tool `good`")), "{messages:#?}");
+    assert!(
+        wrong_type.contains("field `collection`: invalid type: integer `5`, expected a string"),
+        "{wrong_type}"
+    );
+    assert!(
+        !messages
+            .iter()
+            .any(|message| message.contains("tool `good`")),
+        "{messages:#?}"
+    );
 
     assert_eq!(
         find("argument `text`"),
@@ -107,7 +131,12 @@ fn every_problem_is_reported_at_once() {
     assert!(find("config param `name` collides").starts_with("service `reserved-service`"));
 
     assert_eq!(messages.len(), 8, "{messages:#?}");
-    let descriptor_problems = error.problems().iter().filter(|problem| matches!(problem, Problem::Descriptor(_)));
+    let descriptor_problems = error
+        .problems()
+        .iter()
+        .filter(|problem| matches!(problem, Problem::Descriptor(_)));
     assert_eq!(descriptor_problems.count(), 5);
-    assert!(error.to_string().starts_with("8 problems in the registered tool services:"));
+    assert!(error
+        .to_string()
+        .starts_with("8 problems in the registered tool services:"));
 }

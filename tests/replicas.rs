@@ -37,11 +37,18 @@ async fn two_replicas_on_one_subscription_split_the_load() {
     let mut ids = std::collections::HashSet::new();
     for answer in &answers {
         *by_pid.entry(answer["pid"].as_u64().unwrap()).or_default() += 1;
-        assert!(ids.insert(answer["request_id"].as_str().unwrap().to_owned()), "an id answered twice");
+        assert!(
+            ids.insert(answer["request_id"].as_str().unwrap().to_owned()),
+            "an id answered twice"
+        );
     }
     assert_eq!(ids.len(), REQUESTS);
     let pids = [u64::from(first.child.id()), u64::from(second.child.id())];
-    assert_eq!(by_pid.keys().filter(|pid| pids.contains(pid)).count(), 2, "both replicas served: {by_pid:?}");
+    assert_eq!(
+        by_pid.keys().filter(|pid| pids.contains(pid)).count(),
+        2,
+        "both replicas served: {by_pid:?}"
+    );
     assert_eq!(by_pid.values().sum::<usize>(), REQUESTS);
 }
 
@@ -75,7 +82,10 @@ async fn sigterm_lets_in_flight_requests_finish_and_answer() {
         assert_eq!(answer, text);
     }
     let lines = replica.wait_for_log("stopped", Duration::from_secs(30));
-    assert!(lines.iter().any(|line| line.contains("shutdown requested")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|line| line.contains("shutdown requested")),
+        "{lines:#?}"
+    );
     let status = replica.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }

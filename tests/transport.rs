@@ -19,8 +19,17 @@ use tool_service::{tool_service, Chunks, Context, StreamClosed};
 /// # Arguments
 /// * `topic` - The topic.
 #[tool_service(topic = "it-joke")]
-async fn it_joke(#[config_param] style: Option<String>, topic: String, #[context] ctx: &Context) -> String {
-    format!("{}|{topic}|{}|{}", style.as_deref().unwrap_or("-"), ctx.user().unwrap_or("-"), ctx.request_id())
+async fn it_joke(
+    #[config_param] style: Option<String>,
+    topic: String,
+    #[context] ctx: &Context,
+) -> String {
+    format!(
+        "{}|{topic}|{}|{}",
+        style.as_deref().unwrap_or("-"),
+        ctx.user().unwrap_or("-"),
+        ctx.request_id()
+    )
 }
 
 /// Echo.
@@ -107,7 +116,12 @@ impl Raw {
         if let Some(id) = id {
             message.properties.insert("id".into(), id.into());
         }
-        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
+        self.producer
+            .send_non_blocking(message)
+            .await
+            .unwrap()
+            .await
+            .unwrap();
     }
 
     async fn receive(&mut self) -> (Option<String>, Frame) {
@@ -131,11 +145,21 @@ impl Raw {
 async fn joke_request_with_config_and_arguments() {
     let served = support::InProcess::start(&["it-joke-service"]).await;
     let client = client("it-joke").await;
-    let text = client.call(&json!({"style": "pun"}), &json!({"topic": "cats"})).await.unwrap();
+    let text = client
+        .call(&json!({"style": "pun"}), &json!({"topic": "cats"}))
+        .await
+        .unwrap();
     let parts: Vec<&str> = text.split('|').collect();
     assert_eq!(&parts[..3], ["pun", "cats", "-"]);
-    assert_eq!(parts[3].len(), 36, "the request id is the client's uuid: {text}");
-    let text = client.call(&json!({}), &json!({"topic": "dogs"})).await.unwrap();
+    assert_eq!(
+        parts[3].len(),
+        36,
+        "the request id is the client's uuid: {text}"
+    );
+    let text = client
+        .call(&json!({}), &json!({"topic": "dogs"}))
+        .await
+        .unwrap();
     assert!(text.starts_with("-|dogs|-|"), "{text}");
     let reports = served.stop().await;
     assert_eq!(reports["it-joke-service"].answered, 2);
@@ -145,11 +169,13 @@ async fn joke_request_with_config_and_arguments() {
 async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
     let _served = support::InProcess::start(&["it-raw-service"]).await;
     let mut raw = Raw::open("it-raw").await;
-    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("req-42")).await;
+    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("req-42"))
+        .await;
     let (id, frame) = raw.receive().await;
     assert_eq!(id.as_deref(), Some("req-42"));
     assert_eq!(frame, Frame::last(Ok("user=".into())));
-    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, None).await;
+    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, None)
+        .await;
     let (id, frame) = raw.receive().await;
     assert_eq!(id.as_deref(), Some("unknown"));
     assert!(frame.error.is_none());
@@ -159,10 +185,18 @@ async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
 async fn the_user_reaches_the_handler_only_when_sent() {
     let _served = support::InProcess::start(&["it-raw-service"]).await;
     let mut raw = Raw::open("it-raw").await;
-    raw.send(br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#, Some("with-user")).await;
+    raw.send(
+        br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#,
+        Some("with-user"),
+    )
+    .await;
     let (_, frame) = raw.receive().await;
     assert_eq!(frame.response, "user=alice");
-    raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("without-user")).await;
+    raw.send(
+        br#"{"config": "{}", "arguments": "{}"}"#,
+        Some("without-user"),
+    )
+    .await;
     let (_, frame) = raw.receive().await;
     assert_eq!(frame.response, "user=");
 }
@@ -178,10 +212,16 @@ async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
         }
         other => panic!("expected an error frame, got {other:?}"),
     }
-    let frames = client.send_payload(b"not json at all".to_vec()).await.unwrap();
+    let frames = client
+        .send_payload(b"not json at all".to_vec())
+        .await
+        .unwrap();
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
-    let text = client.call(&json!({}), &json!({"topic": "still serving"})).await.unwrap();
+    let text = client
+        .call(&json!({}), &json!({"topic": "still serving"}))
+        .await
+        .unwrap();
     assert!(text.contains("still serving"));
 }
 
@@ -196,7 +236,13 @@ async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
         }
         other => panic!("expected an error frame, got {other:?}"),
     }
-    assert_eq!(client.call(&json!({}), &json!({"panic": false})).await.unwrap(), "still here");
+    assert_eq!(
+        client
+            .call(&json!({}), &json!({"panic": false}))
+            .await
+            .unwrap(),
+        "still here"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +256,10 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
         let client = &client;
         async move {
             let text = format!("message {n}");
-            let answer = client.call(&json!({}), &json!({"text": text})).await.unwrap();
+            let answer = client
+                .call(&json!({}), &json!({"text": text}))
+                .await
+                .unwrap();
             assert_eq!(answer, text, "a response reached the wrong caller");
         }
     });
@@ -222,7 +271,10 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
         *seen.entry(id.unwrap()).or_default() += 1;
     }
     assert_eq!(seen.len(), REQUESTS, "every id answered");
-    assert!(seen.values().all(|count| *count == 1), "no id answered twice");
+    assert!(
+        seen.values().all(|count| *count == 1),
+        "no id answered twice"
+    );
     // Nothing more arrives: no duplicate is on its way.
     let more = tokio::time::timeout(Duration::from_millis(500), watch.consumer.next()).await;
     assert!(more.is_err(), "an extra response frame arrived");
@@ -242,7 +294,9 @@ async fn streaming_frames_arrive_in_order_with_end_of_stream_only_on_the_last() 
     assert_eq!(frames[25], Frame::last(Ok("end".into())));
     let mut chunks = Vec::new();
     let text = client
-        .call_streaming(&json!({}), &json!({"count": 3}), |chunk| chunks.push(chunk.to_owned()))
+        .call_streaming(&json!({}), &json!({"count": 3}), |chunk| {
+            chunks.push(chunk.to_owned())
+        })
         .await
         .unwrap();
     assert_eq!(chunks, ["0,", "1,", "2,", "end"]);
@@ -257,5 +311,10 @@ async fn unknown_services_are_refused_before_connecting() {
     let error = tool_service::serve::serve(&registry, &options, std::future::pending())
         .await
         .unwrap_err();
-    assert!(error.to_string().starts_with("no service `no-such-service` in this binary"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("no service `no-such-service` in this binary"),
+        "{error}"
+    );
 }

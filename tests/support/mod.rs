@@ -29,7 +29,9 @@ pub fn require_broker() -> String {
         .to_socket_addrs()
         .ok()
         .and_then(|mut addresses| addresses.next())
-        .is_some_and(|address| TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok());
+        .is_some_and(|address| {
+            TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok()
+        });
     assert!(
         reachable,
         "no Pulsar broker answers at {url}. Start the local one with `scripts/pulsar.sh start` \
@@ -49,7 +51,11 @@ pub async fn connect() -> Pulsar<TokioExecutor> {
 /// Services of this test binary served in-process; stops when dropped.
 pub struct InProcess {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::collections::HashMap<&'static str, tool_service::serve::ServiceReport>>>,
+    task: Option<
+        tokio::task::JoinHandle<
+            std::collections::HashMap<&'static str, tool_service::serve::ServiceReport>,
+        >,
+    >,
 }
 
 impl InProcess {
@@ -70,7 +76,9 @@ impl InProcess {
         }
     }
 
-    pub async fn stop(mut self) -> std::collections::HashMap<&'static str, tool_service::serve::ServiceReport> {
+    pub async fn stop(
+        mut self,
+    ) -> std::collections::HashMap<&'static str, tool_service::serve::ServiceReport> {
         let _ = self.stop.take().unwrap().send(());
         self.task.take().unwrap().await.unwrap()
     }
@@ -87,7 +95,12 @@ impl Drop for InProcess {
 /// An example binary, built by `cargo test` next to this test's binary.
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples").join(name);
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(name);
     assert!(
         path.exists(),
         "{} is missing: run the tests with `cargo test --workspace`, which builds the examples, or `cargo build --examples` first",
@@ -141,7 +154,10 @@ impl Replica {
                         return seen;
                     }
                 }
-                Err(_) => panic!("no log line with {needle:?} within {timeout:?}; saw:\n{}", seen.join("\n")),
+                Err(_) => panic!(
+                    "no log line with {needle:?} within {timeout:?}; saw:\n{}",
+                    seen.join("\n")
+                ),
             }
         }
     }

@@ -215,8 +215,7 @@ fn glue(service: &Service) -> TokenStream {
         Output::Result { ok, span } => {
             let ok_span = ok.as_ref().map_or(*span, Spanned::span);
             let to_text = quote_spanned!(ok_span=> #krate::__private::response_text(&__value));
-            let check =
-                quote_spanned!(*span=> #krate::__private::assert_error_display(&__output););
+            let check = quote_spanned!(*span=> #krate::__private::assert_error_display(&__output););
             quote! {
                 #check
                 match __output {

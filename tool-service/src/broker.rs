@@ -4,7 +4,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use pulsar::{Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor};
+use pulsar::{
+    Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
+};
 
 /// The default broker: a local standalone Pulsar.
 pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
@@ -97,7 +99,10 @@ impl BrokerOptions {
         }
         if let Some(path) = &self.tls_ca_file {
             builder = builder.with_certificate_chain_file(path).map_err(|error| {
-                pulsar::Error::Custom(format!("cannot read the CA file {}: {error}", path.display()))
+                pulsar::Error::Custom(format!(
+                    "cannot read the CA file {}: {error}",
+                    path.display()
+                ))
             })?;
         }
         builder.build().await
@@ -138,13 +143,19 @@ impl BrokerOptions {
         let address = broker_address(&self.url).ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("`{}` is not a Pulsar URL such as pulsar://host:6650", self.url),
+                format!(
+                    "`{}` is not a Pulsar URL such as pulsar://host:6650",
+                    self.url
+                ),
             )
         })?;
         let connect = tokio::net::TcpStream::connect(address.as_str());
         match tokio::time::timeout(Duration::from_secs(5), connect).await {
             Ok(result) => result.map(drop),
-            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer from {address}"))),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer from {address}"),
+            )),
         }
     }
 }
@@ -161,8 +172,14 @@ fn broker_address(url: &str) -> Option<String> {
     if authority.is_empty() {
         return None;
     }
-    let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
-    Some(if has_port { authority.to_owned() } else { format!("{authority}:{default_port}") })
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+    Some(if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default_port}")
+    })
 }
 
 #[cfg(test)]
@@ -171,9 +188,18 @@ mod tests {
 
     #[test]
     fn broker_addresses() {
-        assert_eq!(broker_address("pulsar://127.0.0.1:6650").as_deref(), Some("127.0.0.1:6650"));
-        assert_eq!(broker_address("pulsar://pulsar").as_deref(), Some("pulsar:6650"));
-        assert_eq!(broker_address("pulsar+ssl://broker.example/").as_deref(), Some("broker.example:6651"));
+        assert_eq!(
+            broker_address("pulsar://127.0.0.1:6650").as_deref(),
+            Some("127.0.0.1:6650")
+        );
+        assert_eq!(
+            broker_address("pulsar://pulsar").as_deref(),
+            Some("pulsar:6650")
+        );
+        assert_eq!(
+            broker_address("pulsar+ssl://broker.example/").as_deref(),
+            Some("broker.example:6651")
+        );
         assert_eq!(broker_address("pulsar://a:1,b:2").as_deref(), Some("a:1"));
         assert_eq!(broker_address("http://x"), None);
         assert_eq!(broker_address("nonsense"), None);
@@ -189,10 +215,12 @@ mod tests {
     async fn giving_up_returns_the_last_error() {
         // Port 9 (discard) on loopback is closed on these machines.
         let options = BrokerOptions::new("pulsar://127.0.0.1:9");
-        let error = options
+        let result = options
             .connect_with_retry(tokio::time::sleep(Duration::from_millis(300)))
-            .await
-            .unwrap_err();
-        assert!(!error.to_string().is_empty());
+            .await;
+        match result {
+            Ok(_) => panic!("something answered on 127.0.0.1:9"),
+            Err(error) => assert!(!error.to_string().is_empty()),
+        }
     }
 }

@@ -223,11 +223,15 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         only: args.only,
         grace_period: std::time::Duration::from_secs(args.grace_period),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let reports = runtime.block_on(crate::serve::serve(registry, &options, shutdown_signal()))?;
     let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
     if abandoned > 0 {
-        return Err(format!("{abandoned} requests were still running when the grace period ended").into());
+        return Err(
+            format!("{abandoned} requests were still running when the grace period ended").into(),
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

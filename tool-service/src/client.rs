@@ -73,10 +73,16 @@ pub enum CallError {
     Timeout(Duration),
     /// The broker connection failed.
     #[error("Pulsar: {0}")]
-    Pulsar(#[from] pulsar::Error),
+    Pulsar(Box<pulsar::Error>),
     /// The client's response reader stopped.
     #[error("the response reader stopped")]
     Closed,
+}
+
+impl From<pulsar::Error> for CallError {
+    fn from(error: pulsar::Error) -> Self {
+        CallError::Pulsar(Box::new(error))
+    }
 }
 
 impl ToolClient {
@@ -124,7 +130,12 @@ impl ToolClient {
         pulsar: &Pulsar<TokioExecutor>,
         descriptor: &ToolServiceDescriptor,
     ) -> Result<Self, pulsar::Error> {
-        Self::connect(pulsar, &descriptor.request_queue, &descriptor.response_queue).await
+        Self::connect(
+            pulsar,
+            &descriptor.request_queue,
+            &descriptor.response_queue,
+        )
+        .await
     }
 
     /// Sets the time a call may take, end to end (default 60 s).
@@ -208,7 +219,12 @@ impl ToolClient {
             ..producer::Message::default()
         };
         let exchange = async {
-            let receipt = self.producer.lock().await.send_non_blocking(message).await?;
+            let receipt = self
+                .producer
+                .lock()
+                .await
+                .send_non_blocking(message)
+                .await?;
             receipt.await?;
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {
@@ -266,7 +282,11 @@ async fn read_responses(mut consumer: Consumer<Vec<u8>, TokioExecutor>, pending:
         else {
             continue;
         };
-        let Some(sender) = pending.lock().ok().and_then(|pending| pending.get(id).cloned()) else {
+        let Some(sender) = pending
+            .lock()
+            .ok()
+            .and_then(|pending| pending.get(id).cloned())
+        else {
             continue; // another client's response
         };
         match Frame::decode(&message.payload.data) {
@@ -275,7 +295,7 @@ async fn read_responses(mut consumer: Consumer<Vec<u8>, TokioExecutor>, pending:
             }
             Err(error) => {
                 let _ = sender.send(Frame::last(Err(ToolError::with_type(
-                    ToolError::INVALID_REQUEST,
+                    "invalid-response",
                     format!("the service sent a response that is not a frame: {error}"),
                 ))));
             }

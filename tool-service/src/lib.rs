@@ -58,10 +58,10 @@ pub mod wire;
 pub mod __private;
 
 pub use cli::run;
-/// The Pulsar client this crate is built on, for [`broker::BrokerOptions::connect`] users.
-pub use pulsar;
 pub use context::Context;
 pub use error::{ToolError, TypedError};
+/// The Pulsar client this crate is built on, for [`broker::BrokerOptions::connect`] users.
+pub use pulsar;
 pub use registry::{Problem, Registry, RegistryError, Service, UnknownName};
 pub use response::response_text;
 pub use stream::{Chunks, StreamClosed};

@@ -96,7 +96,7 @@ pub enum ServeError {
         /// The broker URL.
         url: String,
         /// The client's error.
-        source: pulsar::Error,
+        source: Box<pulsar::Error>,
     },
     /// A consumer or producer could not be created.
     #[error("service `{service}`: cannot {what} on `{topic}`: {source}")]
@@ -108,7 +108,7 @@ pub enum ServeError {
         /// The topic.
         topic: String,
         /// The client's error.
-        source: pulsar::Error,
+        source: Box<pulsar::Error>,
     },
 }
 
@@ -151,14 +151,19 @@ pub async fn serve(
     };
     let work = async {
         let mut give_up = stopped.clone();
-        let started = Serving::start(registry, options, async move { stop_requested(&mut give_up).await }).await;
+        let started = Serving::start(registry, options, async move {
+            stop_requested(&mut give_up).await
+        })
+        .await;
         let serving = match started {
             Ok(serving) => serving,
             Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),
             Err(error) => return Err(error),
         };
         let mut stopped = stopped.clone();
-        Ok(serving.run_until(async move { stop_requested(&mut stopped).await }).await)
+        Ok(serving
+            .run_until(async move { stop_requested(&mut stopped).await })
+            .await)
     };
     tokio::pin!(signal);
     tokio::pin!(work);
@@ -197,7 +202,14 @@ pub struct Serving {
 impl std::fmt::Debug for Serving {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Serving")
-            .field("services", &self.workers.iter().map(|worker| worker.service.id()).collect::<Vec<_>>())
+            .field(
+                "services",
+                &self
+                    .workers
+                    .iter()
+                    .map(|worker| worker.service.id())
+                    .collect::<Vec<_>>(),
+            )
             .field("grace_period", &self.grace_period)
             .finish()
     }
@@ -221,7 +233,7 @@ impl Serving {
             .await
             .map_err(|source| ServeError::Connect {
                 url: options.broker.url().to_owned(),
-                source,
+                source: Box::new(source),
             })?;
         tracing::info!(url = %options.broker.url(), "connected to Pulsar");
         let mut workers = Vec::with_capacity(services.len());
@@ -238,7 +250,10 @@ impl Serving {
     /// Serves until `shutdown` completes, then lets in-flight requests finish
     /// within the grace period, closes consumers and producers, and reports
     /// per service.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> HashMap<&'static str, ServiceReport> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()>,
+    ) -> HashMap<&'static str, ServiceReport> {
         let (stop, stopped) = watch::channel(false);
         let mut running = JoinSet::new();
         for worker in self.workers {
@@ -279,15 +294,17 @@ fn select_services(registry: &Registry, only: &[String]) -> Result<Vec<Service>,
     }
     only.iter()
         .map(|id| {
-            registry.service(id).ok_or_else(|| ServeError::UnknownService {
-                id: id.clone(),
-                known: registry
-                    .services()
-                    .iter()
-                    .map(|service| service.id())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+            registry
+                .service(id)
+                .ok_or_else(|| ServeError::UnknownService {
+                    id: id.clone(),
+                    known: registry
+                        .services()
+                        .iter()
+                        .map(|service| service.id())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
         })
         .collect()
 }
@@ -315,7 +332,11 @@ struct Worker {
 }
 
 impl Worker {
-    async fn start(pulsar: &Pulsar<TokioExecutor>, service: Service, concurrency: usize) -> Result<Self, ServeError> {
+    async fn start(
+        pulsar: &Pulsar<TokioExecutor>,
+        service: Service,
+        concurrency: usize,
+    ) -> Result<Self, ServeError> {
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
         let consumer = pulsar
@@ -331,7 +352,7 @@ impl Worker {
                 service: service.id().to_owned(),
                 what: "subscribe",
                 topic: request_queue.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let producer = pulsar
             .producer()
@@ -342,7 +363,7 @@ impl Worker {
                 service: service.id().to_owned(),
                 what: "publish",
                 topic: response_queue.clone(),
-                source,
+                source: Box::new(source),
             })?;
         tracing::info!(
             service = service.id(),
@@ -383,7 +404,11 @@ impl Worker {
                 },
             }
         }
-        tracing::info!(service = self.service.id(), in_flight = in_flight.len(), "stopping: finishing in-flight requests");
+        tracing::info!(
+            service = self.service.id(),
+            in_flight = in_flight.len(),
+            "stopping: finishing in-flight requests"
+        );
         let deadline = tokio::time::Instant::now() + grace;
         while !in_flight.is_empty() {
             match tokio::time::timeout_at(deadline, in_flight.join_next()).await {
@@ -407,7 +432,11 @@ impl Worker {
         if let Err(error) = self.producer.lock().await.close().await {
             tracing::debug!(service = self.service.id(), %error, "closing the producer");
         }
-        tracing::info!(service = self.service.id(), answered = report.answered, "stopped");
+        tracing::info!(
+            service = self.service.id(),
+            answered = report.answered,
+            "stopped"
+        );
         report
     }
 
@@ -423,8 +452,12 @@ impl Worker {
         let span = tracing::debug_span!("request", service = service.id(), request_id = %id);
         in_flight.spawn(
             async move {
-                let mut sink = PulsarSink { producer: &producer };
-                let sent = match dispatch::dispatch(service, &id, &message.payload.data, &mut sink).await {
+                let mut sink = PulsarSink {
+                    producer: &producer,
+                };
+                let sent = match dispatch::dispatch(service, &id, &message.payload.data, &mut sink)
+                    .await
+                {
                     Ok(_) => true,
                     Err(error) => {
                         tracing::error!(%error, "cannot send the response");
@@ -437,7 +470,11 @@ impl Worker {
         );
     }
 
-    async fn settle(&mut self, done: Result<(RequestMessage, bool), tokio::task::JoinError>, report: &mut ServiceReport) {
+    async fn settle(
+        &mut self,
+        done: Result<(RequestMessage, bool), tokio::task::JoinError>,
+        report: &mut ServiceReport,
+    ) {
         match done {
             Ok((message, true)) => {
                 report.answered += 1;
@@ -450,7 +487,9 @@ impl Worker {
                     tracing::warn!(service = self.service.id(), %error, "cannot negatively acknowledge a request");
                 }
             }
-            Err(error) => tracing::error!(service = self.service.id(), %error, "a request task failed"),
+            Err(error) => {
+                tracing::error!(service = self.service.id(), %error, "a request task failed")
+            }
         }
     }
 }
@@ -469,7 +508,12 @@ impl FrameSink for PulsarSink<'_> {
             properties: HashMap::from([(ID_PROPERTY.to_owned(), id.to_owned())]),
             ..producer::Message::default()
         };
-        let receipt = self.producer.lock().await.send_non_blocking(message).await?;
+        let receipt = self
+            .producer
+            .lock()
+            .await
+            .send_non_blocking(message)
+            .await?;
         receipt.await?;
         Ok(())
     }
