@@ -32,6 +32,15 @@ async fn it_joke(
     )
 }
 
+/// Strict about its arguments.
+///
+/// # Arguments
+/// * `count` - A number.
+#[tool_service(topic = "it-strict")]
+async fn it_strict(count: u32) -> String {
+    format!("count={count}")
+}
+
 /// Echo.
 ///
 /// # Arguments
@@ -203,12 +212,12 @@ async fn the_user_reaches_the_handler_only_when_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
-    let _served = support::InProcess::start(&["it-joke-service"]).await;
-    let client = client("it-joke").await;
-    match client.call(&json!({}), &json!({"topic": 5})).await {
+    let _served = support::InProcess::start(&["it-strict-service"]).await;
+    let client = client("it-strict").await;
+    match client.call(&json!({}), &json!({"count": "five"})).await {
         Err(CallError::Tool(error)) => {
             assert_eq!(error.kind(), "invalid-arguments");
-            assert!(error.message().contains("`topic`"), "{error:?}");
+            assert!(error.message().contains("`count`"), "{error:?}");
         }
         other => panic!("expected an error frame, got {other:?}"),
     }

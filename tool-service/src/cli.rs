@@ -313,3 +313,62 @@ fn call(
         ExitCode::FAILURE
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> (ExitCode, String, String) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let code = run_from(args.iter().copied(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn no_command_prints_the_descriptors() {
+        let (code, out, _) = run(&["bin"]);
+        assert_eq!(code, ExitCode::SUCCESS);
+        let tree: Value = serde_json::from_str(&out).unwrap();
+        assert!(tree["tool"].is_object());
+    }
+
+    #[test]
+    fn help_goes_to_stdout_and_mistakes_to_stderr() {
+        let (code, out, _) = run(&["bin", "--help"]);
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert!(out.contains("descriptors") && out.contains("serve") && out.contains("call"));
+        let (code, _, err) = run(&["bin", "serv"]);
+        assert_eq!(code, ExitCode::from(2));
+        assert!(err.contains("unrecognized subcommand"), "{err}");
+    }
+
+    #[test]
+    fn serve_refuses_a_listener_name_it_cannot_honour() {
+        let (code, _, err) = run(&["bin", "serve", "--pulsar-listener", "internal"]);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert!(
+            err.contains("advertised listener names are not supported"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn serve_rejects_zero_concurrency() {
+        let (code, _, err) = run(&["bin", "serve", "--concurrency", "0"]);
+        assert_eq!(code, ExitCode::from(2));
+        assert!(err.contains("--concurrency"), "{err}");
+    }
+
+    #[test]
+    fn the_api_key_is_not_shown_in_help() {
+        std::env::set_var("PULSAR_API_KEY", "very-secret-token");
+        let (_, out, _) = run(&["bin", "serve", "--help"]);
+        std::env::remove_var("PULSAR_API_KEY");
+        assert!(!out.contains("very-secret-token"), "{out}");
+    }
+}

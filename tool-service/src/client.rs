@@ -110,7 +110,16 @@ impl ToolClient {
             )
             .build()
             .await?;
-        let producer = pulsar.producer().with_topic(request_queue).build().await?;
+        let producer = pulsar
+            .producer()
+            .with_topic(request_queue)
+            .with_options(producer::ProducerOptions {
+                // Wait for room instead of failing with SlowDown under load.
+                block_queue_if_full: true,
+                ..producer::ProducerOptions::default()
+            })
+            .build()
+            .await?;
         let pending: Pending = Arc::default();
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {

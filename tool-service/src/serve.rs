@@ -357,6 +357,11 @@ impl Worker {
         let producer = pulsar
             .producer()
             .with_topic(&response_queue)
+            .with_options(producer::ProducerOptions {
+                // Wait for room instead of failing with SlowDown under load.
+                block_queue_if_full: true,
+                ..producer::ProducerOptions::default()
+            })
             .build()
             .await
             .map_err(|source| ServeError::Topic {
@@ -516,5 +521,36 @@ impl FrameSink for PulsarSink<'_> {
             .await?;
         receipt.await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_registry_has_nothing_to_serve() {
+        let registry = Registry::from_services([]).unwrap();
+        let error = select_services(&registry, &[]).unwrap_err();
+        assert!(matches!(error, ServeError::NothingToServe));
+    }
+
+    #[tokio::test]
+    async fn stop_requested_completes_on_a_stop_or_a_dropped_sender() {
+        let (stop, mut stopped) = watch::channel(false);
+        let waiting = tokio::spawn(async move { stop_requested(&mut stopped).await });
+        stop.send(true).unwrap();
+        waiting.await.unwrap();
+        let (stop, mut stopped) = watch::channel(false);
+        drop(stop);
+        stop_requested(&mut stopped).await;
+    }
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let options = ServeOptions::new("pulsar://x");
+        assert_eq!(options.concurrency, None);
+        assert!(options.only.is_empty());
+        assert_eq!(DEFAULT_CONCURRENCY, 64);
     }
 }

@@ -1,0 +1,218 @@
+"""TrustGraph's own Python client (trustgraph-base) calls our Rust services
+over a real Apache Pulsar broker, built exactly as TrustGraph's agent builds
+it. Run by scripts/interop.sh, which starts the broker and builds the
+examples; the services under test are the example binaries running `serve`.
+"""
+
+import asyncio
+import json
+import os
+import pathlib
+import subprocess
+import threading
+import time
+import uuid
+
+import pulsar
+import pytest
+from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
+from trustgraph.base.request_response_client import RequestResponseClient
+from trustgraph.base.request_response_spec import _make_impl_wrapper
+from trustgraph.base.tool_service_client import ToolServiceClient
+from trustgraph.schema import ToolServiceRequest, ToolServiceResponse
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+PULSAR_URL = os.environ.get("PULSAR_URL", "pulsar://127.0.0.1:6650")
+
+
+def examples_dir():
+    path = os.environ.get("TOOL_SERVICE_EXAMPLES")
+    assert path, "set TOOL_SERVICE_EXAMPLES to the built examples (scripts/interop.sh does this)"
+    return pathlib.Path(path)
+
+
+class Replica:
+    """An example binary running `serve`, ready when it logs `ready`."""
+
+    def __init__(self, example, *args):
+        self.lines = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            [str(examples_dir() / example), "serve", "-p", PULSAR_URL, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(60):
+            self.stop()
+            raise AssertionError(f"{example} did not become ready:\n" + "\n".join(self.lines))
+
+    def _read(self):
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip())
+            if " ready" in line:
+                self.ready.set()
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            return self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def services():
+    replicas = [Replica(name) for name in ("joke", "custom_rag", "streaming", "echo")]
+    yield
+    for replica in replicas:
+        assert replica.stop() == 0, "\n".join(replica.lines)
+
+
+async def trustgraph_client(topic, timeout=30):
+    """DESIGN §6: a tool-service caller as TrustGraph 2.11.1 builds it."""
+    backend = AsyncPulsarBackend(PULSAR_URL)
+    rr = await RequestResponseClient.create(
+        backend=backend,
+        request_topic=f"non-persistent://tg/request/{topic}",
+        response_topic=f"non-persistent://tg/response/{topic}",
+        request_schema=ToolServiceRequest,
+        response_schema=ToolServiceResponse,
+        processor_id="agent",
+        target_service=topic,
+        default_timeout=timeout,
+    )
+    return backend, _make_impl_wrapper(rr, ToolServiceClient)
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def with_client(topic, body):
+    backend, client = await trustgraph_client(topic)
+    try:
+        return await body(client)
+    finally:
+        await client.close()
+        await backend.close()
+
+
+def test_call_returns_the_joke_text():
+    text = run(with_client("joke", lambda c: c.call({"style": "pun"}, {"topic": "programming"})))
+    assert text.startswith("Here's a pun for you:\n\n"), text
+    assert "UDP" in text
+
+
+def test_config_values_reach_the_handler():
+    text = run(with_client("joke", lambda c: c.call({"style": "dad-joke"}, {"topic": "food"})))
+    assert text.startswith("Here's a dad joke for you:"), text
+    # An empty config is sent as "{}" by TrustGraph and means the defaults.
+    text = run(with_client("joke", lambda c: c.call({}, {"topic": "animals"})))
+    assert text.startswith("Here's a pun for you:"), text
+
+
+def test_a_handler_error_raises_runtime_error_with_our_message():
+    with pytest.raises(RuntimeError) as raised:
+        run(with_client("joke", lambda c: c.call({"style": "pun"}, {"topic": "  "})))
+    assert str(raised.value) == "give a topic for the joke, e.g. programming, animals or food"
+
+
+def test_bad_arguments_raise_naming_the_field():
+    with pytest.raises(RuntimeError) as raised:
+        run(with_client("joke", lambda c: c.call({}, {"topic": 5})))
+    assert "`topic`" in str(raised.value)
+
+
+def test_a_structured_value_arrives_as_its_json_text():
+    text = run(with_client("custom-rag", lambda c: c.call({"collection": "products"}, {"question": "which gears?"})))
+    hits = json.loads(text)
+    assert hits[0]["source"] == "catalog/gear", hits
+
+
+def test_call_streaming_receives_the_chunks_in_order():
+    chunks = []
+
+    async def collect(chunk):
+        chunks.append(chunk)
+
+    result = run(with_client(
+        "story",
+        lambda c: c.call_streaming({}, {"hero": "Ferris", "chapters": 4}, collect),
+    ))
+    assert chunks[:4] == [f"Chapter {n}: Ferris sets out again.\n" for n in range(1, 5)]
+    assert chunks[4] == "The end of Ferris's 4 chapters."
+    assert result == "".join(chunks)
+
+
+def test_two_hundred_concurrent_calls_get_their_own_answers():
+    async def body(client):
+        texts = [f"message {n} {uuid.uuid4()}" for n in range(200)]
+        answers = await asyncio.gather(*(client.call({}, {"text": text}) for text in texts))
+        return texts, answers
+
+    texts, answers = run(with_client("echo", body))
+    assert answers == texts
+
+
+def raw_exchange(topic, payload, properties):
+    """Publish one raw request and return (properties, payload) of its response."""
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        consumer = client.subscribe(
+            f"non-persistent://tg/response/{topic}",
+            f"raw-{uuid.uuid4()}",
+            consumer_type=pulsar.ConsumerType.Exclusive,
+            initial_position=pulsar.InitialPosition.Latest,
+        )
+        producer = client.create_producer(f"non-persistent://tg/request/{topic}")
+        producer.send(payload, properties=properties)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            message = consumer.receive(timeout_millis=30000)
+            consumer.acknowledge(message)
+            if message.properties().get("id") == properties.get("id", "unknown"):
+                return message.properties(), json.loads(message.data())
+        raise AssertionError("no response")
+    finally:
+        client.close()
+
+
+def test_the_original_spec_request_shape_with_user_is_served():
+    payload = (GOLDEN / "request-original.json").read_bytes()
+    properties, frame = raw_exchange("joke", payload, {"id": "spec-request-1"})
+    assert properties["id"] == "spec-request-1"
+    assert frame["error"] is None
+    assert frame["end_of_stream"] is True
+    assert frame["response"].startswith("Hey alice! Here's a pun for you:")
+
+
+def test_the_trustgraph_2_request_shape_without_user_is_served():
+    payload = (GOLDEN / "request-trustgraph-2.json").read_bytes()
+    properties, frame = raw_exchange("joke", payload, {"id": "tg2-request-1"})
+    assert frame["response"].startswith("Here's a pun for you:")
+    assert set(frame) == {"error", "response", "end_of_stream"}
+
+
+def test_a_request_without_id_is_answered_as_unknown():
+    payload = (GOLDEN / "request-trustgraph-2.json").read_bytes()
+    properties, frame = raw_exchange("joke", payload, {})
+    assert properties["id"] == "unknown"
+    assert frame["error"] is None
+
+
+def test_descriptors_equal_the_golden_vectors():
+    def tree(example):
+        out = subprocess.run([str(examples_dir() / example), "descriptors"], check=True, capture_output=True)
+        return json.loads(out.stdout)
+
+    joke = tree("joke")
+    assert joke["tool-service"]["joke-service"] == json.loads((GOLDEN / "joke-service.json").read_text())
+    assert joke["tool"]["tell-joke"] == json.loads((GOLDEN / "tell-joke.json").read_text())
+    rag = tree("custom_rag")
+    assert rag["tool-service"]["custom-rag"] == json.loads((GOLDEN / "custom-rag.json").read_text())
+    for name in ("query-customers", "query-products"):
+        assert rag["tool"][name] == json.loads((GOLDEN / f"{name}.json").read_text())
