@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: everything `.ci/run` checks, in one go.
 #   scripts/test.sh
+# Lints, then unit, doc, ui (trybuild) and integration tests against a real
+# Apache Pulsar broker (started here unless PULSAR_URL names one), then the
+# interop suite with TrustGraph's own Python client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,5 +12,16 @@ echo "==> format and lints" >&2
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "==> unit, doc, example, ui and integration tests" >&2
+echo "==> build (examples included)" >&2
+cargo build --workspace --all-targets --locked
+
+source scripts/broker-env.sh
+TOOL_SERVICE_PEER_PYTHON="$(scripts/python-peer.sh)"
+export TOOL_SERVICE_PEER_PYTHON
+
+echo "==> unit, doc, ui and integration tests" >&2
 cargo test --workspace --locked
+
+echo "==> interop with TrustGraph's Python client" >&2
+export TOOL_SERVICE_EXAMPLES="$PWD/target/debug/examples"
+"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider

@@ -227,11 +227,10 @@ async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
         .unwrap();
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
-    let text = client
-        .call(&json!({}), &json!({"topic": "still serving"}))
-        .await
-        .unwrap();
-    assert!(text.contains("still serving"));
+    assert_eq!(
+        client.call(&json!({}), &json!({"count": 3})).await.unwrap(),
+        "count=3"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -326,4 +325,25 @@ async fn unknown_services_are_refused_before_connecting() {
             .starts_with("no service `no-such-service` in this binary"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_returns_after_its_shutdown_future_completes() {
+    let registry = tool_service::Registry::collect().unwrap();
+    let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
+    options.only = vec![String::from("it-echo-service")];
+    let started = std::time::Instant::now();
+    let reports = tokio::time::timeout(
+        Duration::from_secs(20),
+        tool_service::serve::serve(
+            &registry,
+            &options,
+            tokio::time::sleep(Duration::from_secs(1)),
+        ),
+    )
+    .await
+    .expect("serve stops after its shutdown future")
+    .unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(reports["it-echo-service"].abandoned, 0);
 }

@@ -100,10 +100,12 @@ struct ServeArgs {
 /// }
 /// ```
 pub fn run() -> ExitCode {
+    // Unlocked handles: log lines written by worker threads must not wait on
+    // a lock this thread would hold for the whole run.
     run_from(
         std::env::args_os(),
-        &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
     )
 }
 

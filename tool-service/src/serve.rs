@@ -29,10 +29,15 @@ use crate::{Registry, Service};
 ///
 /// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
 /// should keep many requests in flight; 64 keeps a slow downstream from
-/// piling up unbounded work and memory. It is also the consumer's receive
-/// window, so replicas on one Shared subscription split the load instead of
-/// one buffering it all.
+/// piling up unbounded work and memory.
 pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// How many requests the broker may push to a replica ahead of its handlers
+/// (Pulsar's own default receiver queue size; larger when the concurrency
+/// is). On a non-persistent topic the broker drops messages for a consumer
+/// without room, so a small window would lose bursts; replicas on a Shared
+/// subscription still take turns.
+pub const RECEIVE_WINDOW: usize = 1000;
 
 /// How long in-flight requests may take to finish after a shutdown signal.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
@@ -344,7 +349,7 @@ impl Worker {
             .with_topic(&request_queue)
             .with_subscription(service.subscription())
             .with_subscription_type(SubType::Shared)
-            .with_batch_size(u32::try_from(concurrency).unwrap_or(u32::MAX))
+            .with_batch_size(u32::try_from(concurrency.max(RECEIVE_WINDOW)).unwrap_or(u32::MAX))
             .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
             .build::<Vec<u8>>()
             .await

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The TrustGraph interop suite: TrustGraph's own Python client (trustgraph-base)
+# against our example services, over a real Pulsar broker.
+#   scripts/interop.sh [pytest args…]
+# Starts the broker if none runs (PULSAR_URL picks an existing one), creates
+# the Python peer once, builds the examples.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/broker-env.sh
+PYTHON="$(scripts/python-peer.sh)"
+cargo build --examples --locked
+export TOOL_SERVICE_EXAMPLES="$PWD/target/debug/examples"
+echo "==> interop suite (TrustGraph $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trustgraph-base"))'))" >&2
+"$PYTHON" -m pytest interop -q -p no:cacheprovider "$@"
