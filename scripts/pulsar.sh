@@ -9,7 +9,8 @@
 # and are cached once in $PULSAR_CACHE; later starts do not touch the network.
 # Metadata lives in RocksDB and one BookKeeper bookie runs in the same JVM;
 # everything listens on 127.0.0.1 only. Tenant "tg" with namespaces
-# "tg/request" and "tg/response" is created on start if missing.
+# "tg/request", "tg/response", "tg/notify" and "tg/flow" is created on start
+# if missing (TrustGraph processors use all four).
 # Data is kept across a clean stop/start; after an unclean exit (kill -9,
 # crash, reboot) it is wiped, since the RocksDB metadata of a killed
 # standalone can leave the bookie registration in a lock loop.
@@ -21,7 +22,7 @@
 #   PULSAR_PORT=6650  PULSAR_HTTP_PORT=8080  PULSAR_BOOKIE_PORT=3181
 #   PULSAR_START_TIMEOUT=180             seconds to wait for readiness
 #   PULSAR_JAVA_OPTS="-Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m"
-#   PULSAR_TENANT=tg  PULSAR_NAMESPACES="request response"
+#   PULSAR_TENANT=tg  PULSAR_NAMESPACES="request response notify flow"
 #   PULSAR_FRESH=1                       wipe data before starting
 set -euo pipefail
 
@@ -34,7 +35,7 @@ PULSAR_BOOKIE_PORT="${PULSAR_BOOKIE_PORT:-3181}"
 PULSAR_START_TIMEOUT="${PULSAR_START_TIMEOUT:-180}"
 PULSAR_JAVA_OPTS="${PULSAR_JAVA_OPTS:--Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m}"
 PULSAR_TENANT="${PULSAR_TENANT:-tg}"
-PULSAR_NAMESPACES="${PULSAR_NAMESPACES:-request response}"
+PULSAR_NAMESPACES="${PULSAR_NAMESPACES:-request response notify flow}"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 POM="$SCRIPT_DIR/pulsar/pom.xml"
