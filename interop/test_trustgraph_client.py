@@ -6,100 +6,14 @@ examples; the services under test are the example binaries running `serve`.
 
 import asyncio
 import json
-import os
-import pathlib
 import subprocess
-import threading
 import time
 import uuid
 
 import pulsar
 import pytest
-from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
-from trustgraph.base.request_response_client import RequestResponseClient
-from trustgraph.base.request_response_spec import _make_impl_wrapper
-from trustgraph.base.tool_service_client import ToolServiceClient
-from trustgraph.schema import ToolServiceRequest, ToolServiceResponse
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden"
-PULSAR_URL = os.environ.get("PULSAR_URL", "pulsar://127.0.0.1:6650")
-
-
-def examples_dir():
-    path = os.environ.get("TOOL_SERVICE_EXAMPLES")
-    assert path, "set TOOL_SERVICE_EXAMPLES to the built examples (scripts/interop.sh does this)"
-    return pathlib.Path(path)
-
-
-class Replica:
-    """An example binary running `serve`, ready when it logs `ready`."""
-
-    def __init__(self, example, *args):
-        self.lines = []
-        self.ready = threading.Event()
-        self.process = subprocess.Popen(
-            [str(examples_dir() / example), "serve", "-p", PULSAR_URL, *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self.ready.wait(60):
-            self.stop()
-            raise AssertionError(f"{example} did not become ready:\n" + "\n".join(self.lines))
-
-    def _read(self):
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip())
-            if " ready" in line:
-                self.ready.set()
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            return self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def services():
-    replicas = [Replica(name) for name in ("joke", "custom_rag", "streaming", "echo")]
-    yield
-    for replica in replicas:
-        assert replica.stop() == 0, "\n".join(replica.lines)
-
-
-async def trustgraph_client(topic, timeout=30):
-    """DESIGN §6: a tool-service caller as TrustGraph 2.11.1 builds it."""
-    backend = AsyncPulsarBackend(PULSAR_URL)
-    rr = await RequestResponseClient.create(
-        backend=backend,
-        request_topic=f"non-persistent://tg/request/{topic}",
-        response_topic=f"non-persistent://tg/response/{topic}",
-        request_schema=ToolServiceRequest,
-        response_schema=ToolServiceResponse,
-        processor_id="agent",
-        target_service=topic,
-        default_timeout=timeout,
-    )
-    return backend, _make_impl_wrapper(rr, ToolServiceClient)
-
-
-def run(coroutine):
-    return asyncio.run(coroutine)
-
-
-async def with_client(topic, body):
-    backend, client = await trustgraph_client(topic)
-    try:
-        return await body(client)
-    finally:
-        await client.close()
-        await backend.close()
-
+from peer import GOLDEN, PULSAR_URL, examples_dir, run, with_client
 
 def test_call_returns_the_joke_text():
     text = run(with_client("joke", lambda c: c.call({"style": "pun"}, {"topic": "programming"})))

@@ -1,0 +1,86 @@
+"""Our descriptors, loaded by TrustGraph's own agent (trustgraph-flow 2.11.1,
+`agent/react/service.py`, `on_tools_config`) exactly as it loads them from its
+config service; then our service is called with the config values and
+argument names the loader derived. Run by scripts/interop.sh.
+"""
+
+import asyncio
+import copy
+import json
+import subprocess
+
+from trustgraph.agent.react.service import Processor
+from trustgraph.agent.react.tools import ToolServiceImpl
+
+from peer import examples_dir, with_client
+
+
+def descriptors(example):
+    out = subprocess.run([str(examples_dir() / example), "descriptors"], check=True, capture_output=True)
+    return json.loads(out.stdout)
+
+
+def load_tools(tree):
+    """Runs the agent's loader on a config tree; returns its tools (or None
+    when the loader rejected the configuration)."""
+    agent = Processor.__new__(Processor)  # the loader needs no connections
+    agent.agents = {}
+    agent.config_key = "agent"
+    config = {kind: {key: json.dumps(item) for key, item in items.items()} for kind, items in tree.items()}
+    asyncio.run(Processor.on_tools_config(agent, "default", config, 1))
+    manager = agent.agents.get("default")
+    return None if manager is None else manager.tools
+
+
+def tool_service_settings(tool):
+    implementation = tool.implementation
+    assert implementation.func is ToolServiceImpl
+    return implementation.keywords
+
+
+def test_the_agent_loads_the_joke_tool():
+    tree = descriptors("joke")
+    tools = load_tools(tree)
+    assert tools is not None, "the agent rejected the descriptors"
+    tool = tools["tell-joke"]
+    assert tool.description == "Tell a joke on a given topic"
+    settings = tool_service_settings(tool)
+    assert settings["request_queue"] == "non-persistent://tg/request/joke"
+    assert settings["response_queue"] == "non-persistent://tg/response/joke"
+    assert settings["config_values"] == {"style": "pun"}
+    assert [(a.name, a.type, a.description) for a in settings["arguments"]] == [
+        ("topic", "string", "The topic for the joke (e.g., programming, animals, food)"),
+    ]
+
+
+def test_the_agent_loads_two_tools_of_one_service_with_their_own_config():
+    tools = load_tools(descriptors("custom_rag"))
+    assert tools is not None, "the agent rejected the descriptors"
+    assert tool_service_settings(tools["query-customers"])["config_values"] == {"collection": "customers"}
+    assert tool_service_settings(tools["query-products"])["config_values"] == {
+        "collection": "products",
+        "max-results": 2,
+    }
+
+
+def test_the_loader_rejects_what_our_registry_rejects():
+    # The same rule our registry applies before deployment: a tool must set
+    # every required config param of its service.
+    tree = copy.deepcopy(descriptors("custom_rag"))
+    del tree["tool"]["query-customers"]["collection"]
+    assert load_tools(tree) is None
+    # And a tool must name an existing tool-service.
+    tree = copy.deepcopy(descriptors("joke"))
+    tree["tool"]["tell-joke"]["service"] = "no-such-service"
+    assert load_tools(tree) is None
+
+
+def test_a_call_with_what_the_agent_derived_is_answered():
+    settings = tool_service_settings(load_tools(descriptors("custom_rag"))["query-products"])
+    argument = settings["arguments"][0].name
+    text = asyncio.run(with_client(
+        "custom-rag",
+        lambda client: client.call(settings["config_values"], {argument: "which springs and gears?"}),
+    ))
+    hits = json.loads(text)
+    assert len(hits) == 2  # the tool's max-results reached the service
