@@ -116,11 +116,17 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Starts `example serve ARGS…` and waits until it says it is ready.
+    /// Starts `example serve ARGS…` on the test broker and waits until it
+    /// says it is ready.
     pub fn start(name: &str, args: &[&str]) -> Self {
+        Self::start_at(&require_broker(), name, args)
+    }
+
+    /// Starts `example serve ARGS…` on the broker at `url`.
+    pub fn start_at(url: &str, name: &str, args: &[&str]) -> Self {
         let mut child = Command::new(example(name))
             .arg("serve")
-            .args(["--pulsar-host", &require_broker()])
+            .args(["--pulsar-host", url])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -160,6 +166,10 @@ impl Replica {
                 ),
             }
         }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     pub fn signal(&self, signal: &str) {
