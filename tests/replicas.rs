@@ -89,3 +89,27 @@ async fn sigterm_lets_in_flight_requests_finish_and_answer() {
     let status = replica.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
+    // Nothing listens on port 9; `serve` must keep retrying (and say so), and
+    // still stop cleanly when asked.
+    let mut replica =
+        Replica::spawn_at("pulsar://127.0.0.1:9", "echo", &["--only", "echo-service"]);
+    let lines = replica.wait_for_log(
+        "Pulsar broker not reachable; retrying",
+        Duration::from_secs(30),
+    );
+    assert!(
+        lines.iter().any(|line| line.contains("127.0.0.1:9")),
+        "{lines:#?}"
+    );
+    replica.wait_for_log(
+        "Pulsar broker not reachable; retrying",
+        Duration::from_secs(30),
+    );
+    assert!(replica.is_running());
+    replica.signal("TERM");
+    let status = replica.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

@@ -50,6 +50,29 @@ async fn it_echo(text: String) -> String {
     text
 }
 
+/// Echo, on persistent topics (nothing is dropped there under load).
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service(
+    topic = "it-durable",
+    request_queue = "persistent://tg/request/it-durable",
+    response_queue = "persistent://tg/response/it-durable"
+)]
+async fn it_durable(text: String) -> String {
+    text
+}
+
+/// One slow request at a time.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(topic = "it-slow", concurrency = 1)]
+async fn it_slow(n: u32) -> String {
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    n.to_string()
+}
+
 /// Panic on demand.
 ///
 /// # Arguments
@@ -79,11 +102,15 @@ async fn it_raw(#[context] ctx: Context) -> String {
 }
 
 async fn client(topic: &str) -> ToolClient {
+    client_on("non-persistent", topic).await
+}
+
+async fn client_on(persistence: &str, topic: &str) -> ToolClient {
     let pulsar = support::connect().await;
     ToolClient::connect(
         &pulsar,
-        &format!("non-persistent://tg/request/{topic}"),
-        &format!("non-persistent://tg/response/{topic}"),
+        &format!("{persistence}://tg/request/{topic}"),
+        &format!("{persistence}://tg/response/{topic}"),
     )
     .await
     .unwrap()
@@ -98,10 +125,14 @@ struct Raw {
 
 impl Raw {
     async fn open(topic: &str) -> Self {
+        Self::open_on("non-persistent", topic).await
+    }
+
+    async fn open_on(persistence: &str, topic: &str) -> Self {
         let pulsar = support::connect().await;
         let consumer = pulsar
             .consumer()
-            .with_topic(format!("non-persistent://tg/response/{topic}"))
+            .with_topic(format!("{persistence}://tg/response/{topic}"))
             .with_subscription(format!("raw-{}", std::process::id()))
             .with_subscription_type(SubType::Exclusive)
             .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
@@ -110,7 +141,7 @@ impl Raw {
             .unwrap();
         let producer = pulsar
             .producer()
-            .with_topic(format!("non-persistent://tg/request/{topic}"))
+            .with_topic(format!("{persistence}://tg/request/{topic}"))
             .build()
             .await
             .unwrap();
@@ -256,10 +287,10 @@ async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
     const REQUESTS: usize = 1000;
-    let _served = support::InProcess::start(&["it-echo-service"]).await;
-    let client = client("it-echo").await;
+    let _served = support::InProcess::start(&["it-durable-service"]).await;
+    let client = client_on("persistent", "it-durable").await;
     // A second subscription sees every response frame, to count them by id.
-    let mut watch = Raw::open("it-echo").await;
+    let mut watch = Raw::open_on("persistent", "it-durable").await;
     let calls = (0..REQUESTS).map(|n| {
         let client = &client;
         async move {
@@ -286,6 +317,43 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
     // Nothing more arrives: no duplicate is on its way.
     let more = tokio::time::timeout(Duration::from_millis(500), watch.consumer.next()).await;
     assert!(more.is_err(), "an extra response frame arrived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_on_a_non_persistent_topic_is_answered_never_dropped() {
+    let _served = support::InProcess::start_with(&["it-slow-service"], |options| {
+        options.receive_window = Some(3);
+    })
+    .await;
+    let client = client("it-slow").await;
+    let calls = (0..12).map(|n| {
+        let client = &client;
+        async move { (n, client.call(&json!({}), &json!({"n": n})).await) }
+    });
+    let mut served = 0;
+    let mut refused = 0;
+    for (n, result) in futures_util::future::join_all(calls).await {
+        match result {
+            Ok(text) => {
+                assert_eq!(text, n.to_string());
+                served += 1;
+            }
+            Err(CallError::Tool(error)) if error.kind() == "overloaded" => {
+                assert!(
+                    error.message().starts_with("the service is at capacity"),
+                    "{error:?}"
+                );
+                refused += 1;
+            }
+            Err(other) => panic!("request {n} was not answered: {other}"),
+        }
+    }
+    assert_eq!(served + refused, 12);
+    assert!(
+        served >= 4,
+        "one running and three waiting are served: {served}"
+    );
+    assert!(refused >= 1, "the rest is refused at once: {refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

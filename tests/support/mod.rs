@@ -60,9 +60,14 @@ pub struct InProcess {
 
 impl InProcess {
     pub async fn start(only: &[&str]) -> Self {
+        Self::start_with(only, |_| {}).await
+    }
+
+    pub async fn start_with(only: &[&str], configure: impl FnOnce(&mut ServeOptions)) -> Self {
         let registry = Registry::collect().expect("a valid registry");
         let mut options = ServeOptions::new(require_broker());
         options.only = only.iter().map(|id| (*id).to_owned()).collect();
+        configure(&mut options);
         let serving = Serving::start(&registry, &options, std::future::pending())
             .await
             .expect("subscribe the services");
@@ -122,8 +127,16 @@ impl Replica {
         Self::start_at(&require_broker(), name, args)
     }
 
-    /// Starts `example serve ARGS…` on the broker at `url`.
+    /// Starts `example serve ARGS…` on the broker at `url` and waits until
+    /// it says it is ready.
     pub fn start_at(url: &str, name: &str, args: &[&str]) -> Self {
+        let replica = Self::spawn_at(url, name, args);
+        replica.wait_for_log(" ready", Duration::from_secs(60));
+        replica
+    }
+
+    /// Starts `example serve ARGS…` on the broker at `url`, without waiting.
+    pub fn spawn_at(url: &str, name: &str, args: &[&str]) -> Self {
         let mut child = Command::new(example(name))
             .arg("serve")
             .args(["--pulsar-host", url])
@@ -141,9 +154,7 @@ impl Replica {
                 }
             }
         });
-        let replica = Self { child, log };
-        replica.wait_for_log(" ready", Duration::from_secs(60));
-        replica
+        Self { child, log }
     }
 
     /// Waits for a log line containing `needle`; returns the lines seen.

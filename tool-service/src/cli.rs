@@ -81,6 +81,10 @@ struct ServeArgs {
     /// `concurrency`, else 64].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     concurrency: Option<u32>,
+    /// Requests each service takes ahead of its handlers; beyond that a
+    /// non-persistent topic's requests are answered `overloaded` at once.
+    #[arg(long, value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    receive_window: u32,
     /// Serve only this service id (repeatable).
     #[arg(long, value_name = "SERVICE_ID")]
     only: Vec<String>,
@@ -223,6 +227,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         broker,
         concurrency: args.concurrency.map(|n| n as usize),
         only: args.only,
+        receive_window: Some(args.receive_window as usize),
         grace_period: std::time::Duration::from_secs(args.grace_period),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

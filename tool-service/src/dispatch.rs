@@ -87,6 +87,32 @@ impl FrameSink for Vec<Frame> {
 ///
 /// Returns whether the last frame was a success.
 ///
+/// ```
+/// use tool_service::{dispatch, tool_service, wire::Frame, Registry};
+///
+/// /// Shout the text.
+/// ///
+/// /// # Arguments
+/// /// * `text` - What to shout.
+/// #[tool_service(topic = "shout")]
+/// async fn shout(text: String) -> String {
+///     text.to_uppercase()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let service = Registry::collect().unwrap().service("shout-service").unwrap();
+/// let mut frames: Vec<Frame> = Vec::new();
+/// let payload = br#"{"config": "{}", "arguments": "{\"text\": \"hi\"}"}"#;
+/// let ok = dispatch::dispatch(service, "req-1", payload, &mut frames).await.unwrap();
+/// assert!(ok);
+/// assert_eq!(frames, [Frame::last(Ok("HI".into()))]);
+///
+/// let ok = dispatch::dispatch(service, "req-2", b"not json", &mut frames).await.unwrap();
+/// assert!(!ok);
+/// assert_eq!(frames[1].error.as_ref().unwrap().kind(), "invalid-request");
+/// # }
+/// ```
+///
 /// # Errors
 /// Only the sink's errors; the request's own failures become error frames.
 pub async fn dispatch<S: FrameSink + Send>(

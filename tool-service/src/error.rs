@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 /// | `invalid-config` | `config` is not a JSON object the service's config type accepts |
 /// | `invalid-arguments` | `arguments` is not a JSON object the service's argument type accepts |
 /// | `handler-panic` | the handler panicked |
+/// | `overloaded` | a replica's queue was full (non-persistent request topics) |
+/// | `unavailable` | the replica was shutting down before the request started |
 ///
 /// A handler's own error type may pick its type by implementing [`TypedError`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +50,10 @@ impl ToolError {
     pub const INVALID_ARGUMENTS: &'static str = "invalid-arguments";
     /// Type of a handler that panicked.
     pub const HANDLER_PANIC: &'static str = "handler-panic";
+    /// Type of a request refused because the replica's queue is full.
+    pub const OVERLOADED: &'static str = "overloaded";
+    /// Type of a request refused because the replica is shutting down.
+    pub const UNAVAILABLE: &'static str = "unavailable";
 
     /// An error of the default type `tool-service-error`.
     ///

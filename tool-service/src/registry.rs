@@ -427,3 +427,144 @@ fn find_duplicates(services: &[Service], problems: &mut Vec<Problem>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::__private::{self, HandlerFuture, Invocation, NoArguments, NoConfig, ServiceTypes};
+
+    struct Empty;
+
+    impl ServiceTypes for Empty {
+        type Config = NoConfig;
+        type Arguments = NoArguments;
+    }
+
+    fn handler(_: Invocation) -> HandlerFuture {
+        Box::pin(async { Ok(String::from("ok")) })
+    }
+
+    const fn spec(id: &'static str, topic: &'static str, line: u32) -> ServiceSpec {
+        ServiceSpec {
+            id,
+            topic,
+            request_queue: None,
+            response_queue: None,
+            subscription: None,
+            concurrency: None,
+            streaming: false,
+            tools: &[],
+            config_schema: __private::config_schema::<Empty>,
+            arguments_schema: __private::arguments_schema::<Empty>,
+            check_config: __private::check_config::<Empty>,
+            handler,
+            function: "tests::f",
+            file: "src/x.rs",
+            line,
+        }
+    }
+
+    static FIRST: ServiceSpec = ServiceSpec {
+        tools: &[ToolSpec {
+            name: "first-tool",
+            description: "First.",
+            config: &[],
+            arguments: &[],
+        }],
+        ..spec("first", "one", 1)
+    };
+    static SAME_ID: ServiceSpec = ServiceSpec {
+        tools: &[ToolSpec {
+            name: "first-tool",
+            description: "Again.",
+            config: &[],
+            arguments: &[],
+        }],
+        ..spec("first", "two", 2)
+    };
+    static SAME_QUEUE: ServiceSpec = ServiceSpec {
+        request_queue: Some("non-persistent://tg/request/one"),
+        ..spec("third", "three", 3)
+    };
+    static CUSTOM: ServiceSpec = ServiceSpec {
+        request_queue: Some("persistent://acme/tools/in"),
+        response_queue: Some("persistent://acme/tools/out"),
+        subscription: Some("workers"),
+        concurrency: Some(8),
+        ..spec("custom", "custom", 4)
+    };
+
+    fn services(specs: &[&'static ServiceSpec]) -> Vec<Service> {
+        specs.iter().map(|spec| Service::from_spec(spec)).collect()
+    }
+
+    #[test]
+    fn queues_and_subscription_have_trustgraph_defaults() {
+        let service = Service::from_spec(&FIRST);
+        assert_eq!(service.request_queue(), "non-persistent://tg/request/one");
+        assert_eq!(service.response_queue(), "non-persistent://tg/response/one");
+        assert_eq!(service.subscription(), "first-request");
+        assert_eq!(service.concurrency(), None);
+        let custom = Service::from_spec(&CUSTOM);
+        assert_eq!(custom.request_queue(), "persistent://acme/tools/in");
+        assert_eq!(custom.response_queue(), "persistent://acme/tools/out");
+        assert_eq!(custom.subscription(), "workers");
+        assert_eq!(custom.concurrency(), Some(8));
+        assert_eq!(custom.defined_at(), "tests::f (src/x.rs:4)");
+    }
+
+    #[test]
+    fn duplicates_are_reported_with_both_definitions() {
+        let error =
+            Registry::from_services(services(&[&FIRST, &SAME_ID, &SAME_QUEUE])).unwrap_err();
+        let problems: Vec<String> = error.problems().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            problems,
+            [
+                "service id `first` is defined twice: by tests::f (src/x.rs:1) and by tests::f (src/x.rs:2)",
+                "tool name `first-tool` is defined twice: by tests::f (src/x.rs:1) and by tests::f (src/x.rs:2)",
+                "request queue `non-persistent://tg/request/one` is used twice: by tests::f (src/x.rs:1) and by tests::f (src/x.rs:3)",
+            ]
+        );
+    }
+
+    #[test]
+    fn lookups_find_services_and_tools() {
+        let registry = Registry::from_services(services(&[&CUSTOM, &FIRST])).unwrap();
+        let ids: Vec<&str> = registry
+            .services()
+            .iter()
+            .map(|service| service.id())
+            .collect();
+        assert_eq!(ids, ["custom", "first"]);
+        assert!(registry.service("first").is_some());
+        assert!(registry.service("missing").is_none());
+        let (service, tool) = registry.tool("first-tool").unwrap();
+        assert_eq!(
+            (service.id(), tool.description.as_str()),
+            ("first", "First.")
+        );
+        assert_eq!(
+            registry.service_descriptor("custom").unwrap().request_queue,
+            "persistent://acme/tools/in"
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_reach_the_handler_and_unknown_names_are_listed() {
+        let registry = Registry::from_services(services(&[&FIRST])).unwrap();
+        let frames = registry
+            .call("first-tool", "id-1", Request::default())
+            .await
+            .unwrap();
+        assert_eq!(frames, [Frame::last(Ok("ok".into()))]);
+        let error = registry
+            .call("nope", "id-2", Request::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no tool or service named `nope` in this binary (known: first-tool, first)"
+        );
+    }
+}

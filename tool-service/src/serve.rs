@@ -6,7 +6,7 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::broker::BrokerOptions;
 use crate::dispatch::{self, FrameSink};
 use crate::wire::{Frame, ID_PROPERTY, UNKNOWN_ID};
-use crate::{Registry, Service};
+use crate::{Registry, Service, ToolError};
 
 /// Requests a service handles at once unless its attribute or `--concurrency`
 /// says otherwise.
@@ -51,6 +51,9 @@ pub struct ServeOptions {
     pub concurrency: Option<usize>,
     /// Serve only these service ids (all when empty).
     pub only: Vec<String>,
+    /// Requests a replica takes ahead of its handlers, per service
+    /// (default [`RECEIVE_WINDOW`], never below the concurrency).
+    pub receive_window: Option<usize>,
     /// How long in-flight requests may take to finish on shutdown.
     pub grace_period: Duration,
 }
@@ -67,6 +70,7 @@ impl ServeOptions {
             broker: BrokerOptions::new(url),
             concurrency: None,
             only: Vec::new(),
+            receive_window: None,
             grace_period: DEFAULT_GRACE_PERIOD,
         }
     }
@@ -77,6 +81,13 @@ impl ServeOptions {
             .or(service.concurrency())
             .unwrap_or(DEFAULT_CONCURRENCY)
             .max(1)
+    }
+
+    /// The receive window a service runs with.
+    pub fn receive_window_of(&self, service: Service) -> usize {
+        self.receive_window
+            .unwrap_or(RECEIVE_WINDOW)
+            .max(self.concurrency_of(service))
     }
 }
 
@@ -125,6 +136,9 @@ pub struct ServiceReport {
     /// Requests still running when the grace period ended (not acknowledged,
     /// so a persistent topic redelivers them).
     pub abandoned: u64,
+    /// Requests answered at once with an `overloaded` or `unavailable` error
+    /// (non-persistent request topics only; included in `answered`).
+    pub refused: u64,
 }
 
 /// Serves the registry's services until `shutdown` completes, then lets
@@ -243,7 +257,15 @@ impl Serving {
         tracing::info!(url = %options.broker.url(), "connected to Pulsar");
         let mut workers = Vec::with_capacity(services.len());
         for service in services {
-            workers.push(Worker::start(&pulsar, service, options.concurrency_of(service)).await?);
+            workers.push(
+                Worker::start(
+                    &pulsar,
+                    service,
+                    options.concurrency_of(service),
+                    options.receive_window_of(service),
+                )
+                .await?,
+            );
         }
         tracing::info!(services = workers.len(), "ready");
         Ok(Self {
@@ -332,6 +354,7 @@ type RequestMessage = pulsar::consumer::Message<Vec<u8>>;
 struct Worker {
     service: Service,
     concurrency: usize,
+    window: usize,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
     producer: Arc<Mutex<Producer<TokioExecutor>>>,
 }
@@ -341,15 +364,24 @@ impl Worker {
         pulsar: &Pulsar<TokioExecutor>,
         service: Service,
         concurrency: usize,
+        window: usize,
     ) -> Result<Self, ServeError> {
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
+        // Flow permits: a persistent topic holds back what a replica has no
+        // room for (so replicas share fairly); a non-persistent one drops it,
+        // so there the client library may always read ahead.
+        let permits = if request_queue.starts_with("persistent://") {
+            window
+        } else {
+            window.max(RECEIVE_WINDOW)
+        };
         let consumer = pulsar
             .consumer()
             .with_topic(&request_queue)
             .with_subscription(service.subscription())
             .with_subscription_type(SubType::Shared)
-            .with_batch_size(u32::try_from(concurrency.max(RECEIVE_WINDOW)).unwrap_or(u32::MAX))
+            .with_batch_size(u32::try_from(permits).unwrap_or(u32::MAX))
             .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
             .build::<Vec<u8>>()
             .await
@@ -386,6 +418,7 @@ impl Worker {
         Ok(Self {
             service,
             concurrency,
+            window,
             consumer,
             producer: Arc::new(Mutex::new(producer)),
         })
@@ -394,15 +427,45 @@ impl Worker {
     async fn run(mut self, mut stopped: watch::Receiver<bool>, grace: Duration) -> ServiceReport {
         let mut report = ServiceReport::default();
         let mut in_flight: JoinSet<(RequestMessage, bool)> = JoinSet::new();
+        // Requests taken from the broker but not started yet. Reading ahead
+        // keeps the client library from stalling, which on a non-persistent
+        // topic would make the broker drop requests silently.
+        let mut backlog: VecDeque<RequestMessage> = VecDeque::new();
+        let window = self.window;
+        let persistent = self.service.request_queue().starts_with("persistent://");
         loop {
             tokio::select! {
                 biased;
                 _ = stop_requested(&mut stopped) => break,
                 Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                     self.settle(done, &mut report).await;
+                    while in_flight.len() < self.concurrency {
+                        let Some(message) = backlog.pop_front() else { break };
+                        self.spawn(&mut in_flight, message, None);
+                    }
                 }
-                next = self.consumer.next(), if in_flight.len() < self.concurrency => match next {
-                    Some(Ok(message)) => self.spawn(&mut in_flight, message),
+                // A persistent topic keeps what we do not take; a
+                // non-persistent one drops it, so there we always read and
+                // answer what does not fit with an `overloaded` error.
+                next = self.consumer.next(), if !persistent || backlog.len() < window => match next {
+                    Some(Ok(message)) => {
+                        if in_flight.len() < self.concurrency {
+                            self.spawn(&mut in_flight, message, None);
+                        } else if backlog.len() < window {
+                            backlog.push_back(message);
+                        } else {
+                            report.refused += 1;
+                            let error = ToolError::with_type(
+                                ToolError::OVERLOADED,
+                                format!(
+                                    "the service is at capacity ({} requests running, {} waiting); try again later",
+                                    in_flight.len(),
+                                    backlog.len()
+                                ),
+                            );
+                            self.spawn(&mut in_flight, message, Some(error));
+                        }
+                    }
                     Some(Err(error)) => {
                         tracing::warn!(service = self.service.id(), %error, "cannot receive a request; the client reconnects");
                         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -412,6 +475,23 @@ impl Worker {
                         break;
                     }
                 },
+            }
+        }
+        // Requests not started are not taken: a persistent topic redelivers
+        // them (to another replica); on a non-persistent one the caller hears
+        // at once that it should try again.
+        for message in backlog.drain(..) {
+            if persistent {
+                if let Err(error) = self.consumer.nack(&message).await {
+                    tracing::warn!(service = self.service.id(), %error, "cannot return a request to the broker");
+                }
+            } else {
+                report.refused += 1;
+                let error = ToolError::with_type(
+                    ToolError::UNAVAILABLE,
+                    "the service is shutting down; try again",
+                );
+                self.spawn(&mut in_flight, message, Some(error));
             }
         }
         tracing::info!(
@@ -450,7 +530,13 @@ impl Worker {
         report
     }
 
-    fn spawn(&self, in_flight: &mut JoinSet<(RequestMessage, bool)>, message: RequestMessage) {
+    /// Starts serving one request, or answers it with `refusal` at once.
+    fn spawn(
+        &self,
+        in_flight: &mut JoinSet<(RequestMessage, bool)>,
+        message: RequestMessage,
+        refusal: Option<ToolError>,
+    ) {
         let service = self.service;
         let producer = Arc::clone(&self.producer);
         let id = message
@@ -465,9 +551,16 @@ impl Worker {
                 let mut sink = PulsarSink {
                     producer: &producer,
                 };
-                let sent = match dispatch::dispatch(service, &id, &message.payload.data, &mut sink)
-                    .await
-                {
+                let result = match refusal {
+                    None => {
+                        dispatch::dispatch(service, &id, &message.payload.data, &mut sink).await
+                    }
+                    Some(error) => sink
+                        .send(&id, Frame::last(Err(error)))
+                        .await
+                        .map(|()| false),
+                };
+                let sent = match result {
                     Ok(_) => true,
                     Err(error) => {
                         tracing::error!(%error, "cannot send the response");

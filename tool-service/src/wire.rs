@@ -28,7 +28,7 @@ pub const ID_PROPERTY: &str = "id";
 /// assert_eq!(request.config, r#"{"style": "pun"}"#);
 /// assert_eq!(request.arguments, "{}"); // empty means `{}`
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The calling user, when the caller sent one (TrustGraph 2.x does not).
     pub user: Option<String>,
@@ -36,6 +36,17 @@ pub struct Request {
     pub config: String,
     /// The LLM's arguments, a JSON object as text.
     pub arguments: String,
+}
+
+/// No user, empty config and arguments (`{}`).
+impl Default for Request {
+    fn default() -> Self {
+        Self {
+            user: None,
+            config: String::from("{}"),
+            arguments: String::from("{}"),
+        }
+    }
 }
 
 #[derive(Deserialize)]
