@@ -89,6 +89,16 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &syn::Path, errors: &mut Err
     }
 }
 
+/// Looks through the invisible groups `macro_rules!` wraps around
+/// `$x:literal` and `$x:expr` fragments.
+fn ungroup(expr: Expr) -> Expr {
+    match expr {
+        Expr::Group(group) => ungroup(*group.expr),
+        Expr::Paren(paren) => ungroup(*paren.expr),
+        other => other,
+    }
+}
+
 /// Parses `= "string literal"`.
 fn string_value(
     meta: &ParseNestedMeta,
@@ -97,7 +107,7 @@ fn string_value(
     errors: &mut Errors,
 ) -> syn::Result<Option<LitStr>> {
     let expr: Expr = meta.value()?.parse()?;
-    match expr {
+    match ungroup(expr) {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(Some(lit)),
@@ -159,7 +169,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
             }
         } else if path.is_ident("concurrency") {
             let expr: Expr = meta.value()?.parse()?;
-            match expr {
+            match ungroup(expr) {
                 Expr::Lit(syn::ExprLit {
                     lit: Lit::Int(lit), ..
                 }) => set_once(&mut attr.concurrency, lit, &path, errors),
@@ -283,7 +293,7 @@ impl Parse for ConfigEntryParse {
             (ident.unraw().to_string(), ident.span())
         };
         input.parse::<Token![=]>()?;
-        let expr: Expr = input.parse()?;
+        let expr = ungroup(input.parse()?);
         Ok(Self(config_lit(&expr).map(|value| ConfigEntry {
             key,
             key_span,
@@ -404,6 +414,28 @@ mod tests {
         assert!(errors[1].starts_with("unknown key `colour`; expected one of `topic`"));
         assert!(errors[2].contains("`id` must be a string literal"));
         assert!(errors[3].contains("unknown key `nme` in `tool(…)`"));
+    }
+
+    #[test]
+    fn literals_from_macro_rules_fragments_are_accepted() {
+        use proc_macro2::{Delimiter, Group, Literal, TokenTree};
+        let grouped = |literal: Literal| {
+            TokenTree::Group(Group::new(
+                Delimiter::None,
+                TokenTree::Literal(literal).into(),
+            ))
+        };
+        let topic = grouped(Literal::string("joke"));
+        let concurrency = grouped(Literal::usize_unsuffixed(4));
+        let style = grouped(Literal::string("pun"));
+        let attr = parse_ok(
+            quote!(topic = #topic, concurrency = #concurrency, tool(config(style = #style))),
+        );
+        assert_eq!(attr.topic.unwrap().value(), "joke");
+        assert_eq!(attr.concurrency.unwrap().base10_parse::<u8>().unwrap(), 4);
+        assert!(
+            matches!(&attr.tools[0].config[0].value, ConfigLit::Str(text) if text.value() == "pun")
+        );
     }
 
     #[test]

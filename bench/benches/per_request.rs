@@ -1,0 +1,117 @@
+//! The per-request path inside the process, without a broker: envelope
+//! decode → typed config/argument decode → handler → response encode, by
+//! `tool-service`'s dispatch and by hand-written serde_json, side by side.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde::{Deserialize, Serialize};
+use tool_service::wire::Frame;
+use tool_service::{dispatch, tool_service, Registry, ToolError};
+use tool_service_bench::{joke, JokeArgs, JokeConfig};
+
+/// Tell a joke on a given topic.
+#[tool_service(topic = "per-request-joke")]
+async fn tell_joke(
+    #[config] config: JokeConfig,
+    #[args] args: JokeArgs,
+) -> Result<String, ToolError> {
+    if args.topic.is_empty() {
+        return Err(ToolError::new("give a topic"));
+    }
+    Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    config: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct Failure {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Response {
+    error: Option<Failure>,
+    response: String,
+    end_of_stream: bool,
+}
+
+/// What a careful hand-written service does for one request.
+async fn hand_written(payload: &[u8]) -> Vec<u8> {
+    let result = async {
+        let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        let config: JokeConfig =
+            serde_json::from_str(&envelope.config).map_err(|e| e.to_string())?;
+        let args: JokeArgs =
+            serde_json::from_str(&envelope.arguments).map_err(|e| e.to_string())?;
+        if args.topic.is_empty() {
+            return Err(String::from("give a topic"));
+        }
+        Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+    }
+    .await;
+    let response = match result {
+        Ok(response) => Response {
+            error: None,
+            response,
+            end_of_stream: true,
+        },
+        Err(message) => Response {
+            error: Some(Failure {
+                kind: "tool-service-error",
+                message,
+            }),
+            response: String::new(),
+            end_of_stream: true,
+        },
+    };
+    serde_json::to_vec(&response).unwrap()
+}
+
+const PAYLOAD: &[u8] = br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
+
+fn per_request(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let service = Registry::collect()
+        .unwrap()
+        .service("per-request-joke-service")
+        .unwrap();
+    let expected = runtime.block_on(hand_written(PAYLOAD));
+    let mut check: Vec<Frame> = Vec::new();
+    runtime
+        .block_on(dispatch::dispatch(service, "id", PAYLOAD, &mut check))
+        .unwrap();
+    assert_eq!(
+        check[0].encode(),
+        expected,
+        "both paths produce the same bytes"
+    );
+
+    let mut group = c.benchmark_group("per_request");
+    group.bench_function("hand_written_serde_json", |b| {
+        b.iter(|| runtime.block_on(hand_written(std::hint::black_box(PAYLOAD))))
+    });
+    group.bench_function("tool_service_dispatch", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let mut frames: Vec<Frame> = Vec::with_capacity(1);
+                dispatch::dispatch(service, "id", std::hint::black_box(PAYLOAD), &mut frames)
+                    .await
+                    .unwrap();
+                frames.pop().unwrap().encode()
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, per_request);
+criterion_main!(benches);

@@ -1,0 +1,134 @@
+//! The limit: the same tools as a hand-written `pulsar` crate loop, no
+//! framework. Consume a request, decode it with serde_json, produce the
+//! response with the `id` property, ack once the broker has it. Sends are
+//! pipelined (up to 1,000 awaiting the broker), as a careful hand-written
+//! service would do.
+//!
+//!     raw --url pulsar://127.0.0.1:6650 --topic bench-echo --kind echo
+
+use std::collections::HashMap;
+
+use futures_util::stream::FuturesUnordered;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
+use tool_service_bench::{arg, joke, EchoArgs, JokeArgs, JokeConfig};
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    config: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct Failure<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Response<'a> {
+    error: Option<Failure<'a>>,
+    response: String,
+    end_of_stream: bool,
+}
+
+fn handle(kind: &str, payload: &[u8]) -> Vec<u8> {
+    let result = (|| -> Result<String, String> {
+        let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        let object = |text: &str| {
+            if text.is_empty() {
+                "{}".to_owned()
+            } else {
+                text.to_owned()
+            }
+        };
+        if kind == "echo" {
+            let args: EchoArgs =
+                serde_json::from_str(&object(&envelope.arguments)).map_err(|e| e.to_string())?;
+            Ok(args.text)
+        } else {
+            let config: JokeConfig =
+                serde_json::from_str(&object(&envelope.config)).map_err(|e| e.to_string())?;
+            let args: JokeArgs =
+                serde_json::from_str(&object(&envelope.arguments)).map_err(|e| e.to_string())?;
+            Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+        }
+    })();
+    let response = match result {
+        Ok(text) => Response {
+            error: None,
+            response: text,
+            end_of_stream: true,
+        },
+        Err(message) => Response {
+            error: Some(Failure {
+                kind: "tool-service-error",
+                message,
+            }),
+            response: String::new(),
+            end_of_stream: true,
+        },
+    };
+    serde_json::to_vec(&response).expect("encode")
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = arg("--url", "pulsar://127.0.0.1:6650");
+    let topic = arg("--topic", "bench-echo");
+    let kind = arg("--kind", "echo");
+    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(url, TokioExecutor).build().await?;
+    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
+        .consumer()
+        .with_topic(format!("non-persistent://tg/request/{topic}"))
+        .with_subscription(format!("{topic}-service-request"))
+        .with_subscription_type(SubType::Shared)
+        .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+        .build()
+        .await?;
+    let mut producer = pulsar
+        .producer()
+        .with_topic(format!("non-persistent://tg/response/{topic}"))
+        .with_options(producer::ProducerOptions {
+            block_queue_if_full: true,
+            ..Default::default()
+        })
+        .build()
+        .await?;
+    eprintln!("raw {kind} loop ready");
+    let mut pending = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            Some(done) = pending.next(), if !pending.is_empty() => {
+                let (message, receipt): (tool_service::pulsar::consumer::Message<Vec<u8>>, _) = done;
+                let _: Result<_, _> = receipt;
+                consumer.ack(&message).await?;
+            }
+            next = consumer.next(), if pending.len() < 1000 => {
+                let Some(message) = next else { break };
+                let message = message?;
+                let id = message
+                    .metadata()
+                    .properties
+                    .iter()
+                    .find(|p| p.key == "id")
+                    .map_or_else(|| "unknown".to_owned(), |p| p.value.clone());
+                let payload = handle(&kind, &message.payload.data);
+                let receipt = producer
+                    .send_non_blocking(producer::Message {
+                        payload,
+                        properties: HashMap::from([("id".to_owned(), id)]),
+                        ..Default::default()
+                    })
+                    .await?;
+                pending.push(async move { (message, receipt.await) });
+            }
+        }
+    }
+    Ok(())
+}
