@@ -105,7 +105,13 @@ impl BrokerOptions {
                 ))
             })?;
         }
-        builder.build().await
+        let pulsar = builder.build().await?;
+        if let Some(port) =
+            broker_address(&self.url).and_then(|address| address.rsplit_once(':')?.1.parse().ok())
+        {
+            crate::nodelay::watch(port);
+        }
+        Ok(pulsar)
     }
 
     /// Connects, retrying with backoff (and saying so in the log) until the

@@ -120,6 +120,8 @@ impl ToolClient {
             })
             .build()
             .await?;
+        // Topic lookups may have opened connections of their own.
+        crate::nodelay::apply();
         let pending: Pending = Arc::default();
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {

@@ -407,6 +407,8 @@ impl Worker {
                 topic: response_queue.clone(),
                 source: Box::new(source),
             })?;
+        // Topic lookups may have opened connections of their own.
+        crate::nodelay::apply();
         tracing::info!(
             service = service.id(),
             %request_queue,
