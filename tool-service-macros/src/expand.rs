@@ -210,11 +210,11 @@ fn glue(service: &Service) -> TokenStream {
             let span = ty
                 .as_ref()
                 .map_or_else(proc_macro2::Span::call_site, Spanned::span);
-            quote_spanned!(span=> #krate::__private::response_text(&__output))
+            quote_spanned!(span=> #krate::__private::text_of(__output))
         }
         Output::Result { ok, span } => {
             let ok_span = ok.as_ref().map_or(*span, Spanned::span);
-            let to_text = quote_spanned!(ok_span=> #krate::__private::response_text(&__value));
+            let to_text = quote_spanned!(ok_span=> #krate::__private::text_of(__value));
             let check = quote_spanned!(*span=> #krate::__private::assert_error_display(&__output););
             quote! {
                 #check

@@ -58,6 +58,19 @@ where
     Box::pin(body(config, arguments, context, chunks))
 }
 
+/// The `response` text of a handler's value, moving a `String` instead of
+/// copying it (the common case), else as [`response_text`].
+pub fn text_of<T: serde::Serialize + 'static>(value: T) -> Result<String, ToolError> {
+    let mut slot = Some(value);
+    if let Some(text) = (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<String>>() {
+        return Ok(text.take().unwrap_or_default());
+    }
+    match &slot {
+        Some(value) => response_text(value),
+        None => Ok(String::new()),
+    }
+}
+
 /// The JSON schema of a service's config type.
 pub fn config_schema<S: ServiceTypes>() -> schemars::Schema {
     schemars::SchemaGenerator::default().into_root_schema_for::<S::Config>()
@@ -88,3 +101,16 @@ pub struct NoConfig {}
 #[serde(crate = "::serde")]
 #[schemars(crate = "::schemars")]
 pub struct NoArguments {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_of_moves_strings_and_serializes_the_rest() {
+        assert_eq!(text_of(String::from("moved")).unwrap(), "moved");
+        assert_eq!(text_of("borrowed").unwrap(), "borrowed");
+        assert_eq!(text_of(vec![1, 2]).unwrap(), "[1,2]");
+        assert_eq!(text_of(()).unwrap(), "");
+    }
+}

@@ -137,31 +137,14 @@ pub async fn dispatch<S: FrameSink + Send>(
 pub async fn run<S: FrameSink + Send>(
     service: Service,
     id: &str,
-    request: Request,
+    mut request: Request,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
-    let context = Context::new(id, request.user.clone(), service.id());
+    // The user moves to the context; the request keeps the JSON texts.
+    let context = Context::new(id, request.user.take(), service.id());
     let outcome = if service.is_streaming() {
-        let (chunks, mut receiver) = Chunks::channel();
-        let invocation = Invocation {
-            request,
-            context,
-            chunks,
-        };
-        let mut handler = CatchPanic(call_handler(service, invocation));
-        loop {
-            tokio::select! {
-                biased;
-                Some(chunk) = receiver.recv() => sink.send(id, Frame::chunk(chunk)).await?,
-                outcome = &mut handler => {
-                    receiver.close();
-                    while let Ok(chunk) = receiver.try_recv() {
-                        sink.send(id, Frame::chunk(chunk)).await?;
-                    }
-                    break outcome;
-                }
-            }
-        }
+        // Boxed, so the common non-streaming path keeps a small future.
+        Box::pin(stream_chunks(service, id, request, context, sink)).await?
     } else {
         let invocation = Invocation {
             request,
@@ -173,6 +156,37 @@ pub async fn run<S: FrameSink + Send>(
     let ok = outcome.is_ok();
     sink.send(id, Frame::last(outcome)).await?;
     Ok(ok)
+}
+
+/// Runs a streaming handler, sending each chunk as a frame as it comes;
+/// returns the handler's outcome once every chunk it sent is out.
+async fn stream_chunks<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
+    request: Request,
+    context: Context,
+    sink: &mut S,
+) -> Result<Result<String, ToolError>, S::Error> {
+    let (chunks, mut receiver) = Chunks::channel();
+    let invocation = Invocation {
+        request,
+        context,
+        chunks,
+    };
+    let mut handler = CatchPanic(call_handler(service, invocation));
+    loop {
+        tokio::select! {
+            biased;
+            Some(chunk) = receiver.recv() => sink.send(id, Frame::chunk(chunk)).await?,
+            outcome = &mut handler => {
+                receiver.close();
+                while let Ok(chunk) = receiver.try_recv() {
+                    sink.send(id, Frame::chunk(chunk)).await?;
+                }
+                return Ok(outcome);
+            }
+        }
+    }
 }
 
 /// Calls the handler, turning a panic while creating its future into an error.
@@ -223,8 +237,15 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
     if !text.trim_start().starts_with('{') {
         return Err(invalid(format!("`{what}` must hold a JSON object")));
     }
+    // The hot path decodes without tracking the path; only a failure is
+    // decoded again, with tracking, to name the offending field.
+    match serde_json::from_str(text) {
+        Ok(value) => return Ok(value),
+        Err(error) if !error.is_data() => return Err(invalid(error.to_string())),
+        Err(_) => {}
+    }
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+    let value = serde_path_to_error::deserialize::<_, T>(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         if path == "." {

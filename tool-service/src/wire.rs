@@ -84,21 +84,24 @@ impl Request {
     /// message never quotes the payload.
     pub fn decode(payload: &[u8]) -> Result<Self, ToolError> {
         let invalid = |what: String| ToolError::with_type(ToolError::INVALID_REQUEST, what);
-        let text = std::str::from_utf8(payload).map_err(|error| {
-            invalid(format!(
-                "the request payload is not valid UTF-8 (invalid byte at offset {})",
-                error.valid_up_to()
-            ))
-        })?;
-        match text.trim_start().as_bytes().first() {
+        let first = payload.iter().find(|byte| !byte.is_ascii_whitespace());
+        match first {
             Some(b'{') => {}
             Some(_) => return Err(invalid("the request payload is not a JSON object".into())),
             None => return Err(invalid("the request payload is empty".into())),
         }
-        let raw: RawRequest = serde_json::from_str(text).map_err(|error| {
-            invalid(format!(
-                "the request payload is not a valid request: {error}"
-            ))
+        // serde_json checks UTF-8 as it goes; the slower, more precise check
+        // runs only to explain a failure.
+        let raw: RawRequest = serde_json::from_slice(payload).map_err(|error| {
+            match std::str::from_utf8(payload) {
+                Err(utf8) => invalid(format!(
+                    "the request payload is not valid UTF-8 (invalid byte at offset {})",
+                    utf8.valid_up_to()
+                )),
+                Ok(_) => invalid(format!(
+                    "the request payload is not a valid request: {error}"
+                )),
+            }
         })?;
         let object_text = |value: Option<String>| match value {
             Some(text) if !text.trim().is_empty() => text,
@@ -258,7 +261,15 @@ mod tests {
         assert!(error_of(b"{\"arguments\": ")
             .message()
             .contains("not a valid request"));
-        assert!(error_of(b"\xff\xfe").message().contains("not valid UTF-8"));
+        assert!(error_of(b"\xff\xfe")
+            .message()
+            .contains("not a JSON object"));
+        let utf8 = error_of(b"{\"user\": \"al\xffce\"}");
+        assert!(
+            utf8.message()
+                .contains("not valid UTF-8 (invalid byte at offset 12)"),
+            "{utf8:?}"
+        );
         let wrong = error_of(br#"{"arguments": {"topic": "x"}}"#);
         assert!(wrong.message().contains("expected a string"), "{wrong:?}");
     }

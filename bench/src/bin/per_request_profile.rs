@@ -1,0 +1,84 @@
+//! Runs the per-request path in a loop, for `valgrind --tool=callgrind`.
+
+use tool_service::wire::Frame;
+use tool_service::{dispatch, tool_service, Registry, ToolError};
+use tool_service_bench::{joke, JokeArgs, JokeConfig};
+
+/// Tell a joke on a given topic.
+#[tool_service(topic = "profile-joke")]
+async fn tell_joke(
+    #[config] config: JokeConfig,
+    #[args] args: JokeArgs,
+) -> Result<String, ToolError> {
+    Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+}
+
+const PAYLOAD: &[u8] =
+    br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
+
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    #[allow(dead_code)]
+    user: Option<String>,
+    #[serde(default)]
+    config: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(serde::Serialize)]
+struct Response {
+    error: Option<String>,
+    response: String,
+    end_of_stream: bool,
+}
+
+fn hand_written(payload: &[u8]) -> Vec<u8> {
+    let envelope: Envelope = serde_json::from_slice(payload).unwrap();
+    let config: JokeConfig = serde_json::from_str(&envelope.config).unwrap();
+    let args: JokeArgs = serde_json::from_str(&envelope.arguments).unwrap();
+    let response = joke(&args.topic, config.style.as_deref().unwrap_or("pun"));
+    serde_json::to_vec(&Response {
+        error: None,
+        response,
+        end_of_stream: true,
+    })
+    .unwrap()
+}
+
+fn main() {
+    if std::env::args().any(|arg| arg == "--hand") {
+        let mut bytes = 0;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for _ in 0..20000 {
+            runtime.block_on(async { bytes += hand_written(std::hint::black_box(PAYLOAD)).len() });
+        }
+        println!("{bytes}");
+        return;
+    }
+    let iterations: usize = tool_service_bench::arg("--iterations", "20000")
+        .parse()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let service = Registry::collect()
+        .unwrap()
+        .service("profile-joke-service")
+        .unwrap();
+    let mut frames: Vec<Frame> = Vec::with_capacity(1);
+    let mut bytes = 0;
+    for _ in 0..iterations {
+        runtime.block_on(async {
+            frames.clear();
+            dispatch::dispatch(service, "id", std::hint::black_box(PAYLOAD), &mut frames)
+                .await
+                .unwrap();
+            bytes += frames[0].encode().len();
+        });
+    }
+    println!("{bytes}");
+}
