@@ -1,0 +1,183 @@
+//! A corpus of bad requests against a live `serve` on a real broker: each
+//! gets an error frame for its id (or `unknown`) that says what was wrong,
+//! without quoting the payload, and the service answers a normal request
+//! right after. Needs a broker: `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::pulsar::{producer, Consumer, Producer, SubType, TokioExecutor};
+use tool_service::wire::Frame;
+use tool_service::{tool_service, Chunks, StreamClosed};
+
+const SECRET: &str = "sk-live-0123456789";
+
+/// Look something up.
+///
+/// # Arguments
+/// * `query` - What to look up.
+/// * `limit` - How many results.
+#[tool_service(topic = "bad-input")]
+async fn lookup(#[config_param] index: Option<String>, query: String, limit: u32) -> String {
+    format!("{} {query} {limit}", index.unwrap_or_default())
+}
+
+/// Stream, then fail.
+///
+/// # Arguments
+/// * `fail_after` - How many chunks before failing.
+#[tool_service(topic = "bad-input-stream")]
+async fn fail_midway(fail_after: u32, #[stream] out: Chunks) -> Result<String, String> {
+    for n in 0..fail_after {
+        out.send(format!("chunk {n}")).await.map_err(|error: StreamClosed| error.to_string())?;
+    }
+    Err(String::from("the upstream index went away"))
+}
+
+struct Pair {
+    producer: Producer<TokioExecutor>,
+    consumer: Consumer<Vec<u8>, TokioExecutor>,
+}
+
+impl Pair {
+    async fn open(topic: &str) -> Self {
+        let pulsar = support::connect().await;
+        let consumer = pulsar
+            .consumer()
+            .with_topic(format!("non-persistent://tg/response/{topic}"))
+            .with_subscription(format!("bad-input-{}", std::process::id()))
+            .with_subscription_type(SubType::Exclusive)
+            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+            .build()
+            .await
+            .unwrap();
+        let producer = pulsar
+            .producer()
+            .with_topic(format!("non-persistent://tg/request/{topic}"))
+            .build()
+            .await
+            .unwrap();
+        Self { producer, consumer }
+    }
+
+    /// Sends `payload` under `id` and returns every frame answered for it.
+    async fn exchange(&mut self, payload: Vec<u8>, id: Option<&str>) -> (String, Vec<Frame>) {
+        let mut message = producer::Message {
+            payload,
+            ..producer::Message::default()
+        };
+        if let Some(id) = id {
+            message.properties.insert("id".into(), id.into());
+        }
+        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
+        let mut frames = Vec::new();
+        let mut answered_id = String::new();
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(20), self.consumer.next())
+                .await
+                .expect("an answer within 20 s")
+                .unwrap()
+                .unwrap();
+            self.consumer.ack(&message).await.unwrap();
+            answered_id = message
+                .metadata()
+                .properties
+                .iter()
+                .find(|property| property.key == "id")
+                .map(|property| property.value.clone())
+                .unwrap_or(answered_id);
+            let frame = Frame::decode(&message.payload.data).expect("a frame");
+            let last = frame.end_of_stream;
+            frames.push(frame);
+            if last {
+                return (answered_id, frames);
+            }
+        }
+    }
+
+    async fn still_serving(&mut self) {
+        let payload = br#"{"config": "{\"index\": \"main\"}", "arguments": "{\"query\": \"ok\", \"limit\": 1}"}"#;
+        let (id, frames) = self.exchange(payload.to_vec(), Some("after")).await;
+        assert_eq!(id, "after");
+        assert_eq!(frames, [Frame::last(Ok("main ok 1".into()))], "the service keeps serving");
+    }
+}
+
+fn request(config: &str, arguments: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"config": config, "arguments": arguments})).unwrap()
+}
+
+fn deeply_nested(depth: usize) -> String {
+    format!("{{\"query\": {}1{}, \"limit\": 1}}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_request_gets_an_error_frame_and_the_service_keeps_serving() {
+    let _served = support::InProcess::start(&["bad-input-service"]).await;
+    let mut pair = Pair::open("bad-input").await;
+    let big = format!("{{\"query\": \"{}\", \"limit\": 1}}", "x".repeat(4 * 1024 * 1024));
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        ("not JSON", format!("not json {SECRET}").into_bytes(), "invalid-request", "not a JSON object"),
+        ("empty payload", Vec::new(), "invalid-request", "empty"),
+        ("a JSON array", format!("[\"{SECRET}\"]").into_bytes(), "invalid-request", "not a JSON object"),
+        ("a JSON string", format!("\"{SECRET}\"").into_bytes(), "invalid-request", "not a JSON object"),
+        ("truncated JSON", b"{\"config\": \"{}\", \"argu".to_vec(), "invalid-request", "not a valid request"),
+        ("invalid UTF-8", b"{\"arguments\": \"\xff\xfe\"}".to_vec(), "invalid-request", "not valid UTF-8"),
+        ("config not a string", br#"{"config": {"index": "main"}, "arguments": "{}"}"#.to_vec(), "invalid-request", "expected a string"),
+        ("arguments not a string", br#"{"arguments": 42}"#.to_vec(), "invalid-request", "expected a string"),
+        ("arguments not JSON", request("{}", &format!("query={SECRET}")), "invalid-arguments", "must hold a JSON object"),
+        ("arguments a JSON array", request("{}", "[1, 2]"), "invalid-arguments", "must hold a JSON object"),
+        ("config not an object", request("\"main\"", "{}"), "invalid-config", "must hold a JSON object"),
+        ("config of the wrong type", request("{\"index\": 5}", "{\"query\": \"q\", \"limit\": 1}"), "invalid-config", "field `index`"),
+        ("argument of the wrong type", request("{}", "{\"query\": \"q\", \"limit\": \"ten\"}"), "invalid-arguments", "field `limit`"),
+        ("negative number for u32", request("{}", "{\"query\": \"q\", \"limit\": -1}"), "invalid-arguments", "field `limit`"),
+        ("missing required argument", request("{}", "{\"query\": \"q\"}"), "invalid-arguments", "missing field `limit`"),
+        ("deeply nested JSON", request("{}", &deeply_nested(100_000)), "invalid-arguments", "recursion limit"),
+        ("trailing garbage", request("{}", "{\"query\": \"q\", \"limit\": 1} x"), "invalid-arguments", "trailing characters"),
+    ];
+    for (case, payload, kind, says) in cases {
+        let id = format!("case {case}");
+        let (answered, frames) = pair.exchange(payload, Some(&id)).await;
+        assert_eq!(answered, id, "{case}: answered under its own id");
+        assert_eq!(frames.len(), 1, "{case}");
+        let error = frames[0].error.as_ref().unwrap_or_else(|| panic!("{case}: expected an error frame"));
+        assert_eq!(error.kind(), kind, "{case}: {error:?}");
+        assert!(error.message().contains(says), "{case}: {error:?}");
+        assert!(!error.message().contains(SECRET), "{case}: the message quotes the payload: {error:?}");
+        assert!(error.message().len() < 500, "{case}: the message is short: {}", error.message().len());
+        pair.still_serving().await;
+    }
+
+    // Accepted, not errors: extra arguments, a 4 MB argument, odd ids.
+    let (_, frames) = pair.exchange(request("{}", "{\"query\": \"q\", \"limit\": 2, \"extra\": true}"), Some("extra")).await;
+    assert_eq!(frames, [Frame::last(Ok(" q 2".into()))]);
+    let (_, frames) = pair.exchange(request("{}", &big), Some("big")).await;
+    assert_eq!(frames[0].response.len(), 4 * 1024 * 1024 + 3);
+    for id in [None, Some(""), Some(&*"i".repeat(10_000))] {
+        let (answered, frames) = pair.exchange(request("{}", "{\"query\": \"q\", \"limit\": 3}"), id).await;
+        assert_eq!(answered, id.unwrap_or("unknown"));
+        assert!(frames[0].error.is_none());
+    }
+    pair.still_serving().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_fails_midway_ends_with_an_error_frame() {
+    let _served = support::InProcess::start(&["bad-input-stream-service"]).await;
+    let mut pair = Pair::open("bad-input-stream").await;
+    let (id, frames) = pair.exchange(request("{}", "{\"fail_after\": 3}"), Some("midway")).await;
+    assert_eq!(id, "midway");
+    assert_eq!(frames.len(), 4);
+    for (n, frame) in frames[..3].iter().enumerate() {
+        assert_eq!(frame.response, format!("chunk {n}"));
+        assert!(!frame.end_of_stream && frame.error.is_none());
+    }
+    let error = frames[3].error.as_ref().expect("the last frame is the error");
+    assert_eq!((error.kind(), error.message()), ("tool-service-error", "the upstream index went away"));
+    assert!(frames[3].end_of_stream);
+    let (_, frames) = pair.exchange(request("{}", "{\"fail_after\": 0}"), Some("again")).await;
+    assert_eq!(frames.len(), 1, "the next request is served");
+}
