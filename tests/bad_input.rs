@@ -5,11 +5,7 @@
 
 mod support;
 
-use std::time::Duration;
-
-use futures_util::StreamExt;
-use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::pulsar::{producer, Consumer, Producer, SubType, TokioExecutor};
+use support::RawTopic;
 use tool_service::wire::Frame;
 use tool_service::{tool_service, Chunks, StreamClosed};
 
@@ -38,64 +34,18 @@ async fn fail_midway(fail_after: u32, #[stream] out: Chunks) -> Result<String, S
 }
 
 struct Pair {
-    producer: Producer<TokioExecutor>,
-    consumer: Consumer<Vec<u8>, TokioExecutor>,
+    raw: RawTopic,
 }
 
 impl Pair {
     async fn open(topic: &str) -> Self {
-        let pulsar = support::connect().await;
-        let consumer = pulsar
-            .consumer()
-            .with_topic(format!("non-persistent://tg/response/{topic}"))
-            .with_subscription(format!("bad-input-{}", std::process::id()))
-            .with_subscription_type(SubType::Exclusive)
-            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
-            .build()
-            .await
-            .unwrap();
-        let producer = pulsar
-            .producer()
-            .with_topic(format!("non-persistent://tg/request/{topic}"))
-            .build()
-            .await
-            .unwrap();
-        Self { producer, consumer }
+        Self {
+            raw: RawTopic::open("non-persistent", topic).await,
+        }
     }
 
-    /// Sends `payload` under `id` and returns every frame answered for it.
     async fn exchange(&mut self, payload: Vec<u8>, id: Option<&str>) -> (String, Vec<Frame>) {
-        let mut message = producer::Message {
-            payload,
-            ..producer::Message::default()
-        };
-        if let Some(id) = id {
-            message.properties.insert("id".into(), id.into());
-        }
-        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
-        let mut frames = Vec::new();
-        let mut answered_id = String::new();
-        loop {
-            let message = tokio::time::timeout(Duration::from_secs(20), self.consumer.next())
-                .await
-                .expect("an answer within 20 s")
-                .unwrap()
-                .unwrap();
-            self.consumer.ack(&message).await.unwrap();
-            answered_id = message
-                .metadata()
-                .properties
-                .iter()
-                .find(|property| property.key == "id")
-                .map(|property| property.value.clone())
-                .unwrap_or(answered_id);
-            let frame = Frame::decode(&message.payload.data).expect("a frame");
-            let last = frame.end_of_stream;
-            frames.push(frame);
-            if last {
-                return (answered_id, frames);
-            }
-        }
+        self.raw.exchange(&payload, id).await
     }
 
     async fn still_serving(&mut self) {

@@ -1,30 +1,14 @@
 //! The example binaries, run as a user runs them: their descriptors equal the
 //! spec's golden JSON, and `call` goes through the production path.
 
-use std::path::PathBuf;
+mod support;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/examples-<hash> → target/<profile>/examples/<name>
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`, which builds the examples, or `cargo build --examples` first",
-        path.display()
-    );
-    path
-}
-
 fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(example(name)).args(args).output().unwrap()
+    Command::new(support::example(name)).args(args).output().unwrap()
 }
 
 fn golden(name: &str) -> Value {

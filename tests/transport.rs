@@ -3,14 +3,14 @@
 
 mod support;
 
+use support::RawTopic;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::json;
 use tool_service::client::{CallError, ToolClient};
-use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::pulsar::{producer, Consumer, SubType, TokioExecutor};
 use tool_service::wire::Frame;
 use tool_service::{tool_service, Chunks, Context, StreamClosed};
 
@@ -117,70 +117,6 @@ async fn client_on(persistence: &str, topic: &str) -> ToolClient {
     .with_timeout(Duration::from_secs(30))
 }
 
-/// Raw access to a topic pair: publish any payload, with or without `id`.
-struct Raw {
-    producer: tool_service::pulsar::Producer<TokioExecutor>,
-    consumer: Consumer<Vec<u8>, TokioExecutor>,
-}
-
-impl Raw {
-    async fn open(topic: &str) -> Self {
-        Self::open_on("non-persistent", topic).await
-    }
-
-    async fn open_on(persistence: &str, topic: &str) -> Self {
-        let pulsar = support::connect().await;
-        let consumer = pulsar
-            .consumer()
-            .with_topic(format!("{persistence}://tg/response/{topic}"))
-            .with_subscription(format!("raw-{}", std::process::id()))
-            .with_subscription_type(SubType::Exclusive)
-            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
-            .build()
-            .await
-            .unwrap();
-        let producer = pulsar
-            .producer()
-            .with_topic(format!("{persistence}://tg/request/{topic}"))
-            .build()
-            .await
-            .unwrap();
-        Self { producer, consumer }
-    }
-
-    async fn send(&mut self, payload: &[u8], id: Option<&str>) {
-        let mut message = producer::Message {
-            payload: payload.to_vec(),
-            ..producer::Message::default()
-        };
-        if let Some(id) = id {
-            message.properties.insert("id".into(), id.into());
-        }
-        self.producer
-            .send_non_blocking(message)
-            .await
-            .unwrap()
-            .await
-            .unwrap();
-    }
-
-    async fn receive(&mut self) -> (Option<String>, Frame) {
-        let message = tokio::time::timeout(Duration::from_secs(30), self.consumer.next())
-            .await
-            .expect("a response within 30 s")
-            .unwrap()
-            .unwrap();
-        self.consumer.ack(&message).await.unwrap();
-        let id = message
-            .metadata()
-            .properties
-            .iter()
-            .find(|property| property.key == "id")
-            .map(|property| property.value.clone());
-        (id, Frame::decode(&message.payload.data).unwrap())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joke_request_with_config_and_arguments() {
     let served = support::InProcess::start(&["it-joke-service"]).await;
@@ -208,7 +144,7 @@ async fn joke_request_with_config_and_arguments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
     let _served = support::InProcess::start(&["it-raw-service"]).await;
-    let mut raw = Raw::open("it-raw").await;
+    let mut raw = RawTopic::open("non-persistent", "it-raw").await;
     raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("req-42"))
         .await;
     let (id, frame) = raw.receive().await;
@@ -224,7 +160,7 @@ async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_reaches_the_handler_only_when_sent() {
     let _served = support::InProcess::start(&["it-raw-service"]).await;
-    let mut raw = Raw::open("it-raw").await;
+    let mut raw = RawTopic::open("non-persistent", "it-raw").await;
     raw.send(
         br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#,
         Some("with-user"),
@@ -290,7 +226,7 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
     let _served = support::InProcess::start(&["it-durable-service"]).await;
     let client = client_on("persistent", "it-durable").await;
     // A second subscription sees every response frame, to count them by id.
-    let mut watch = Raw::open_on("persistent", "it-durable").await;
+    let mut watch = RawTopic::open("persistent", "it-durable").await;
     let calls = (0..REQUESTS).map(|n| {
         let client = &client;
         async move {

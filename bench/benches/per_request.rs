@@ -3,7 +3,6 @@
 //! `tool-service`'s dispatch and by hand-written serde_json, side by side.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use serde::{Deserialize, Serialize};
 use tool_service::wire::Frame;
 use tool_service::{dispatch, tool_service, Registry, ToolError};
 use tool_service_bench::{joke, JokeArgs, JokeConfig};
@@ -20,63 +19,8 @@ async fn tell_joke(
     Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
 }
 
-/// The request as the contract has it: the user (when sent) reaches the
-/// handler too, so it is decoded here as well.
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    #[allow(dead_code)]
-    user: Option<String>,
-    #[serde(default)]
-    config: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-#[derive(Serialize)]
-struct Failure {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    message: String,
-}
-
-#[derive(Serialize)]
-struct Response {
-    error: Option<Failure>,
-    response: String,
-    end_of_stream: bool,
-}
-
-/// What a careful hand-written service does for one request.
 async fn hand_written(payload: &[u8]) -> Vec<u8> {
-    let result = async {
-        let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
-        let config: JokeConfig =
-            serde_json::from_str(&envelope.config).map_err(|e| e.to_string())?;
-        let args: JokeArgs =
-            serde_json::from_str(&envelope.arguments).map_err(|e| e.to_string())?;
-        if args.topic.is_empty() {
-            return Err(String::from("give a topic"));
-        }
-        Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
-    }
-    .await;
-    let response = match result {
-        Ok(response) => Response {
-            error: None,
-            response,
-            end_of_stream: true,
-        },
-        Err(message) => Response {
-            error: Some(Failure {
-                kind: "tool-service-error",
-                message,
-            }),
-            response: String::new(),
-            end_of_stream: true,
-        },
-    };
-    serde_json::to_vec(&response).unwrap()
+    tool_service_bench::hand_written("joke", payload)
 }
 
 const PAYLOAD: &[u8] = br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
@@ -120,9 +64,6 @@ fn per_request(c: &mut Criterion) {
     if std::env::var_os("PER_REQUEST_PARTS").is_some() {
         group.bench_function("part_request_decode", |b| {
             b.iter(|| tool_service::wire::Request::decode(std::hint::black_box(PAYLOAD)).unwrap())
-        });
-        group.bench_function("part_envelope_decode", |b| {
-            b.iter(|| serde_json::from_slice::<Envelope>(std::hint::black_box(PAYLOAD)).unwrap())
         });
         let request = tool_service::wire::Request::decode(PAYLOAD).unwrap();
         group.bench_function("part_run", |b| {

@@ -1,7 +1,7 @@
 //! The tool logic every benchmarked variant runs, so that only the plumbing
 //! differs: an echo tool and the spec's joke tool.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The joke tool's config.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -57,4 +57,60 @@ pub fn arg(name: &str, default: &str) -> String {
         }
     }
     default.to_owned()
+}
+
+/// A request as the contract has it (the user, when sent, reaches the
+/// handler too, so it is decoded here as well).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    #[allow(dead_code)]
+    user: Option<String>,
+    #[serde(default)]
+    config: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct Failure {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Response {
+    error: Option<Failure>,
+    response: String,
+    end_of_stream: bool,
+}
+
+/// The hand-written baseline: what a careful service does for one request
+/// payload with serde_json alone (`kind` is `echo` or `joke`), returning the
+/// response payload.
+pub fn hand_written(kind: &str, payload: &[u8]) -> Vec<u8> {
+    let object = |text: String| if text.is_empty() { String::from("{}") } else { text };
+    let result = (|| -> Result<String, String> {
+        let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        if kind == "echo" {
+            let args: EchoArgs = serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
+            return Ok(args.text);
+        }
+        let config: JokeConfig = serde_json::from_str(&object(envelope.config)).map_err(|e| e.to_string())?;
+        let args: JokeArgs = serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
+        if args.topic.is_empty() {
+            return Err(String::from("give a topic"));
+        }
+        Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+    })();
+    let response = match result {
+        Ok(response) => Response { error: None, response, end_of_stream: true },
+        Err(message) => Response {
+            error: Some(Failure { kind: "tool-service-error", message }),
+            response: String::new(),
+            end_of_stream: true,
+        },
+    };
+    serde_json::to_vec(&response).expect("a response of strings encodes")
 }

@@ -9,7 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tool_service::pulsar::{Pulsar, TokioExecutor};
+use futures_util::StreamExt;
+use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::pulsar::{producer, Consumer, Producer, Pulsar, SubType, TokioExecutor};
+use tool_service::wire::Frame;
 use tool_service::serve::{ServeOptions, Serving};
 use tool_service::Registry;
 
@@ -197,4 +200,85 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Raw access to a service's topic pair: publish any payload, with or without
+/// an `id`, and read every response frame.
+pub struct RawTopic {
+    pub producer: Producer<TokioExecutor>,
+    pub consumer: Consumer<Vec<u8>, TokioExecutor>,
+}
+
+impl RawTopic {
+    /// `persistence` is `non-persistent` or `persistent`; topics are
+    /// `{persistence}://tg/request/{topic}` and `…/response/{topic}`.
+    pub async fn open(persistence: &str, topic: &str) -> Self {
+        let pulsar = connect().await;
+        let consumer = pulsar
+            .consumer()
+            .with_topic(format!("{persistence}://tg/response/{topic}"))
+            .with_subscription(format!("raw-{}-{}", std::process::id(), uuid_like()))
+            .with_subscription_type(SubType::Exclusive)
+            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+            .build()
+            .await
+            .expect("subscribe to the response topic");
+        let producer = pulsar
+            .producer()
+            .with_topic(format!("{persistence}://tg/request/{topic}"))
+            .build()
+            .await
+            .expect("publish on the request topic");
+        Self { producer, consumer }
+    }
+
+    pub async fn send(&mut self, payload: &[u8], id: Option<&str>) {
+        let mut message = producer::Message {
+            payload: payload.to_vec(),
+            ..producer::Message::default()
+        };
+        if let Some(id) = id {
+            message.properties.insert("id".into(), id.into());
+        }
+        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
+    }
+
+    /// The next response frame and its `id` property.
+    pub async fn receive(&mut self) -> (Option<String>, Frame) {
+        let message = tokio::time::timeout(Duration::from_secs(30), self.consumer.next())
+            .await
+            .expect("a response within 30 s")
+            .unwrap()
+            .unwrap();
+        self.consumer.ack(&message).await.unwrap();
+        let id = message
+            .metadata()
+            .properties
+            .iter()
+            .find(|property| property.key == "id")
+            .map(|property| property.value.clone());
+        (id, Frame::decode(&message.payload.data).expect("a response frame"))
+    }
+
+    /// Sends `payload` and returns the id answered and every frame up to
+    /// the last one.
+    pub async fn exchange(&mut self, payload: &[u8], id: Option<&str>) -> (String, Vec<Frame>) {
+        self.send(payload, id).await;
+        let mut frames = Vec::new();
+        loop {
+            let (answered, frame) = self.receive().await;
+            let last = frame.end_of_stream;
+            frames.push(frame);
+            if last {
+                return (answered.unwrap_or_default(), frames);
+            }
+        }
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default()
 }

@@ -16,37 +16,6 @@ async fn tell_joke(
 const PAYLOAD: &[u8] =
     br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
 
-#[derive(serde::Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    #[allow(dead_code)]
-    user: Option<String>,
-    #[serde(default)]
-    config: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-#[derive(serde::Serialize)]
-struct Response {
-    error: Option<String>,
-    response: String,
-    end_of_stream: bool,
-}
-
-fn hand_written(payload: &[u8]) -> Vec<u8> {
-    let envelope: Envelope = serde_json::from_slice(payload).unwrap();
-    let config: JokeConfig = serde_json::from_str(&envelope.config).unwrap();
-    let args: JokeArgs = serde_json::from_str(&envelope.arguments).unwrap();
-    let response = joke(&args.topic, config.style.as_deref().unwrap_or("pun"));
-    serde_json::to_vec(&Response {
-        error: None,
-        response,
-        end_of_stream: true,
-    })
-    .unwrap()
-}
-
 fn main() {
     if std::env::args().any(|arg| arg == "--hand") {
         let mut bytes = 0;
@@ -54,7 +23,7 @@ fn main() {
             .build()
             .unwrap();
         for _ in 0..20000 {
-            runtime.block_on(async { bytes += hand_written(std::hint::black_box(PAYLOAD)).len() });
+            runtime.block_on(async { bytes += tool_service_bench::hand_written("joke", std::hint::black_box(PAYLOAD)).len() });
         }
         println!("{bytes}");
         return;

@@ -11,72 +11,9 @@ use std::collections::HashMap;
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
 use tool_service::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
-use tool_service_bench::{arg, joke, EchoArgs, JokeArgs, JokeConfig};
-
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    config: String,
-    #[serde(default)]
-    arguments: String,
-}
-
-#[derive(Serialize)]
-struct Failure<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    message: String,
-}
-
-#[derive(Serialize)]
-struct Response<'a> {
-    error: Option<Failure<'a>>,
-    response: String,
-    end_of_stream: bool,
-}
-
-fn handle(kind: &str, payload: &[u8]) -> Vec<u8> {
-    let result = (|| -> Result<String, String> {
-        let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
-        let object = |text: &str| {
-            if text.is_empty() {
-                "{}".to_owned()
-            } else {
-                text.to_owned()
-            }
-        };
-        if kind == "echo" {
-            let args: EchoArgs =
-                serde_json::from_str(&object(&envelope.arguments)).map_err(|e| e.to_string())?;
-            Ok(args.text)
-        } else {
-            let config: JokeConfig =
-                serde_json::from_str(&object(&envelope.config)).map_err(|e| e.to_string())?;
-            let args: JokeArgs =
-                serde_json::from_str(&object(&envelope.arguments)).map_err(|e| e.to_string())?;
-            Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
-        }
-    })();
-    let response = match result {
-        Ok(text) => Response {
-            error: None,
-            response: text,
-            end_of_stream: true,
-        },
-        Err(message) => Response {
-            error: Some(Failure {
-                kind: "tool-service-error",
-                message,
-            }),
-            response: String::new(),
-            end_of_stream: true,
-        },
-    };
-    serde_json::to_vec(&response).expect("encode")
-}
+use tool_service_bench::{arg, hand_written};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -123,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .iter()
                     .find(|p| p.key == "id")
                     .map_or_else(|| "unknown".to_owned(), |p| p.value.clone());
-                let payload = handle(&kind, &message.payload.data);
+                let payload = hand_written(&kind, &message.payload.data);
                 let receipt = producer
                     .send_non_blocking(producer::Message {
                         payload,
