@@ -28,7 +28,9 @@ async fn lookup(#[config_param] index: Option<String>, query: String, limit: u32
 #[tool_service(topic = "bad-input-stream")]
 async fn fail_midway(fail_after: u32, #[stream] out: Chunks) -> Result<String, String> {
     for n in 0..fail_after {
-        out.send(format!("chunk {n}")).await.map_err(|error: StreamClosed| error.to_string())?;
+        out.send(format!("chunk {n}"))
+            .await
+            .map_err(|error: StreamClosed| error.to_string())?;
     }
     Err(String::from("the upstream index went away"))
 }
@@ -52,7 +54,11 @@ impl Pair {
         let payload = br#"{"config": "{\"index\": \"main\"}", "arguments": "{\"query\": \"ok\", \"limit\": 1}"}"#;
         let (id, frames) = self.exchange(payload.to_vec(), Some("after")).await;
         assert_eq!(id, "after");
-        assert_eq!(frames, [Frame::last(Ok("main ok 1".into()))], "the service keeps serving");
+        assert_eq!(
+            frames,
+            [Frame::last(Ok("main ok 1".into()))],
+            "the service keeps serving"
+        );
     }
 }
 
@@ -61,53 +67,175 @@ fn request(config: &str, arguments: &str) -> Vec<u8> {
 }
 
 fn deeply_nested(depth: usize) -> String {
-    format!("{{\"query\": {}1{}, \"limit\": 1}}", "[".repeat(depth), "]".repeat(depth))
+    format!(
+        "{{\"query\": \"q\", \"limit\": 1, \"extra\": {}1{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_request_gets_an_error_frame_and_the_service_keeps_serving() {
     let _served = support::InProcess::start(&["bad-input-service"]).await;
     let mut pair = Pair::open("bad-input").await;
-    let big = format!("{{\"query\": \"{}\", \"limit\": 1}}", "x".repeat(4 * 1024 * 1024));
+    let big = format!(
+        "{{\"query\": \"{}\", \"limit\": 1}}",
+        "x".repeat(4 * 1024 * 1024)
+    );
     let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
-        ("not JSON", format!("not json {SECRET}").into_bytes(), "invalid-request", "not a JSON object"),
+        (
+            "not JSON",
+            format!("not json {SECRET}").into_bytes(),
+            "invalid-request",
+            "not a JSON object",
+        ),
         ("empty payload", Vec::new(), "invalid-request", "empty"),
-        ("a JSON array", format!("[\"{SECRET}\"]").into_bytes(), "invalid-request", "not a JSON object"),
-        ("a JSON string", format!("\"{SECRET}\"").into_bytes(), "invalid-request", "not a JSON object"),
-        ("truncated JSON", b"{\"config\": \"{}\", \"argu".to_vec(), "invalid-request", "not a valid request"),
-        ("invalid UTF-8", b"{\"arguments\": \"\xff\xfe\"}".to_vec(), "invalid-request", "not valid UTF-8"),
-        ("config not a string", br#"{"config": {"index": "main"}, "arguments": "{}"}"#.to_vec(), "invalid-request", "expected a string"),
-        ("arguments not a string", br#"{"arguments": 42}"#.to_vec(), "invalid-request", "expected a string"),
-        ("arguments not JSON", request("{}", &format!("query={SECRET}")), "invalid-arguments", "must hold a JSON object"),
-        ("arguments a JSON array", request("{}", "[1, 2]"), "invalid-arguments", "must hold a JSON object"),
-        ("config not an object", request("\"main\"", "{}"), "invalid-config", "must hold a JSON object"),
-        ("config of the wrong type", request("{\"index\": 5}", "{\"query\": \"q\", \"limit\": 1}"), "invalid-config", "field `index`"),
-        ("argument of the wrong type", request("{}", "{\"query\": \"q\", \"limit\": \"ten\"}"), "invalid-arguments", "field `limit`"),
-        ("negative number for u32", request("{}", "{\"query\": \"q\", \"limit\": -1}"), "invalid-arguments", "field `limit`"),
-        ("missing required argument", request("{}", "{\"query\": \"q\"}"), "invalid-arguments", "missing field `limit`"),
-        ("deeply nested JSON", request("{}", &deeply_nested(100_000)), "invalid-arguments", "recursion limit"),
-        ("trailing garbage", request("{}", "{\"query\": \"q\", \"limit\": 1} x"), "invalid-arguments", "trailing characters"),
+        (
+            "a JSON array",
+            format!("[\"{SECRET}\"]").into_bytes(),
+            "invalid-request",
+            "not a JSON object",
+        ),
+        (
+            "a JSON string",
+            format!("\"{SECRET}\"").into_bytes(),
+            "invalid-request",
+            "not a JSON object",
+        ),
+        (
+            "truncated JSON",
+            b"{\"config\": \"{}\", \"argu".to_vec(),
+            "invalid-request",
+            "not a valid request",
+        ),
+        (
+            "invalid UTF-8",
+            b"{\"arguments\": \"\xff\xfe\"}".to_vec(),
+            "invalid-request",
+            "not valid UTF-8",
+        ),
+        (
+            "config not a string",
+            br#"{"config": {"index": "main"}, "arguments": "{}"}"#.to_vec(),
+            "invalid-request",
+            "expected a string",
+        ),
+        (
+            "arguments not a string",
+            br#"{"arguments": 42}"#.to_vec(),
+            "invalid-request",
+            "expected a string",
+        ),
+        (
+            "arguments not JSON",
+            request("{}", &format!("query={SECRET}")),
+            "invalid-arguments",
+            "must hold a JSON object",
+        ),
+        (
+            "arguments a JSON array",
+            request("{}", "[1, 2]"),
+            "invalid-arguments",
+            "must hold a JSON object",
+        ),
+        (
+            "config not an object",
+            request("\"main\"", "{}"),
+            "invalid-config",
+            "must hold a JSON object",
+        ),
+        (
+            "config of the wrong type",
+            request("{\"index\": 5}", "{\"query\": \"q\", \"limit\": 1}"),
+            "invalid-config",
+            "field `index`",
+        ),
+        (
+            "argument of the wrong type",
+            request("{}", "{\"query\": \"q\", \"limit\": \"ten\"}"),
+            "invalid-arguments",
+            "field `limit`",
+        ),
+        (
+            "negative number for u32",
+            request("{}", "{\"query\": \"q\", \"limit\": -1}"),
+            "invalid-arguments",
+            "field `limit`",
+        ),
+        (
+            "missing required argument",
+            request("{}", "{\"query\": \"q\"}"),
+            "invalid-arguments",
+            "missing field `limit`",
+        ),
+        (
+            "deeply nested envelope",
+            format!("{{\"x\": {}1{}}}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+            "invalid-arguments",
+            "missing field `query`",
+        ),
+        (
+            "deeply nested typed argument",
+            request(
+                "{}",
+                &format!(
+                    "{{\"query\": {}1{}, \"limit\": 1}}",
+                    "[".repeat(100_000),
+                    "]".repeat(100_000)
+                ),
+            ),
+            "invalid-arguments",
+            "field `query`",
+        ),
+        (
+            "trailing garbage",
+            request("{}", "{\"query\": \"q\", \"limit\": 1} x"),
+            "invalid-arguments",
+            "trailing characters",
+        ),
     ];
     for (case, payload, kind, says) in cases {
         let id = format!("case {case}");
         let (answered, frames) = pair.exchange(payload, Some(&id)).await;
         assert_eq!(answered, id, "{case}: answered under its own id");
         assert_eq!(frames.len(), 1, "{case}");
-        let error = frames[0].error.as_ref().unwrap_or_else(|| panic!("{case}: expected an error frame"));
+        let error = frames[0]
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("{case}: expected an error frame"));
         assert_eq!(error.kind(), kind, "{case}: {error:?}");
         assert!(error.message().contains(says), "{case}: {error:?}");
-        assert!(!error.message().contains(SECRET), "{case}: the message quotes the payload: {error:?}");
-        assert!(error.message().len() < 500, "{case}: the message is short: {}", error.message().len());
+        assert!(
+            !error.message().contains(SECRET),
+            "{case}: the message quotes the payload: {error:?}"
+        );
+        assert!(
+            error.message().len() < 500,
+            "{case}: the message is short: {}",
+            error.message().len()
+        );
         pair.still_serving().await;
     }
 
-    // Accepted, not errors: extra arguments, a 4 MB argument, odd ids.
-    let (_, frames) = pair.exchange(request("{}", "{\"query\": \"q\", \"limit\": 2, \"extra\": true}"), Some("extra")).await;
+    // Accepted, not errors: 100,000 levels of nesting in an ignored field
+    // (no stack overflow), extra arguments, a 4 MB argument, odd ids.
+    let (_, frames) = pair
+        .exchange(request("{}", &deeply_nested(100_000)), Some("nested"))
+        .await;
+    assert_eq!(frames, [Frame::last(Ok(" q 1".into()))]);
+    let (_, frames) = pair
+        .exchange(
+            request("{}", "{\"query\": \"q\", \"limit\": 2, \"extra\": true}"),
+            Some("extra"),
+        )
+        .await;
     assert_eq!(frames, [Frame::last(Ok(" q 2".into()))]);
     let (_, frames) = pair.exchange(request("{}", &big), Some("big")).await;
     assert_eq!(frames[0].response.len(), 4 * 1024 * 1024 + 3);
     for id in [None, Some(""), Some(&*"i".repeat(10_000))] {
-        let (answered, frames) = pair.exchange(request("{}", "{\"query\": \"q\", \"limit\": 3}"), id).await;
+        let (answered, frames) = pair
+            .exchange(request("{}", "{\"query\": \"q\", \"limit\": 3}"), id)
+            .await;
         assert_eq!(answered, id.unwrap_or("unknown"));
         assert!(frames[0].error.is_none());
     }
@@ -118,16 +246,26 @@ async fn every_bad_request_gets_an_error_frame_and_the_service_keeps_serving() {
 async fn a_stream_that_fails_midway_ends_with_an_error_frame() {
     let _served = support::InProcess::start(&["bad-input-stream-service"]).await;
     let mut pair = Pair::open("bad-input-stream").await;
-    let (id, frames) = pair.exchange(request("{}", "{\"fail_after\": 3}"), Some("midway")).await;
+    let (id, frames) = pair
+        .exchange(request("{}", "{\"fail_after\": 3}"), Some("midway"))
+        .await;
     assert_eq!(id, "midway");
     assert_eq!(frames.len(), 4);
     for (n, frame) in frames[..3].iter().enumerate() {
         assert_eq!(frame.response, format!("chunk {n}"));
         assert!(!frame.end_of_stream && frame.error.is_none());
     }
-    let error = frames[3].error.as_ref().expect("the last frame is the error");
-    assert_eq!((error.kind(), error.message()), ("tool-service-error", "the upstream index went away"));
+    let error = frames[3]
+        .error
+        .as_ref()
+        .expect("the last frame is the error");
+    assert_eq!(
+        (error.kind(), error.message()),
+        ("tool-service-error", "the upstream index went away")
+    );
     assert!(frames[3].end_of_stream);
-    let (_, frames) = pair.exchange(request("{}", "{\"fail_after\": 0}"), Some("again")).await;
+    let (_, frames) = pair
+        .exchange(request("{}", "{\"fail_after\": 0}"), Some("again"))
+        .await;
     assert_eq!(frames.len(), 1, "the next request is served");
 }

@@ -8,7 +8,10 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(support::example(name)).args(args).output().unwrap()
+    Command::new(support::example(name))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn golden(name: &str) -> Value {

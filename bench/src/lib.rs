@@ -90,24 +90,40 @@ struct Response {
 /// payload with serde_json alone (`kind` is `echo` or `joke`), returning the
 /// response payload.
 pub fn hand_written(kind: &str, payload: &[u8]) -> Vec<u8> {
-    let object = |text: String| if text.is_empty() { String::from("{}") } else { text };
+    let object = |text: String| {
+        if text.is_empty() {
+            String::from("{}")
+        } else {
+            text
+        }
+    };
     let result = (|| -> Result<String, String> {
         let envelope: Envelope = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
         if kind == "echo" {
-            let args: EchoArgs = serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
+            let args: EchoArgs =
+                serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
             return Ok(args.text);
         }
-        let config: JokeConfig = serde_json::from_str(&object(envelope.config)).map_err(|e| e.to_string())?;
-        let args: JokeArgs = serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
+        let config: JokeConfig =
+            serde_json::from_str(&object(envelope.config)).map_err(|e| e.to_string())?;
+        let args: JokeArgs =
+            serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
         if args.topic.is_empty() {
             return Err(String::from("give a topic"));
         }
         Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
     })();
     let response = match result {
-        Ok(response) => Response { error: None, response, end_of_stream: true },
+        Ok(response) => Response {
+            error: None,
+            response,
+            end_of_stream: true,
+        },
         Err(message) => Response {
-            error: Some(Failure { kind: "tool-service-error", message }),
+            error: Some(Failure {
+                kind: "tool-service-error",
+                message,
+            }),
             response: String::new(),
             end_of_stream: true,
         },

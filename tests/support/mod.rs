@@ -12,8 +12,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
 use tool_service::pulsar::{producer, Consumer, Producer, Pulsar, SubType, TokioExecutor};
-use tool_service::wire::Frame;
 use tool_service::serve::{ServeOptions, Serving};
+use tool_service::wire::Frame;
 use tool_service::Registry;
 
 /// The broker URL: `PULSAR_URL`, else the local standalone broker.
@@ -240,7 +240,12 @@ impl RawTopic {
         if let Some(id) = id {
             message.properties.insert("id".into(), id.into());
         }
-        self.producer.send_non_blocking(message).await.unwrap().await.unwrap();
+        self.producer
+            .send_non_blocking(message)
+            .await
+            .unwrap()
+            .await
+            .unwrap();
     }
 
     /// The next response frame and its `id` property.
@@ -257,7 +262,10 @@ impl RawTopic {
             .iter()
             .find(|property| property.key == "id")
             .map(|property| property.value.clone());
-        (id, Frame::decode(&message.payload.data).expect("a response frame"))
+        (
+            id,
+            Frame::decode(&message.payload.data).expect("a response frame"),
+        )
     }
 
     /// Sends `payload` and returns the id answered and every frame up to

@@ -23,7 +23,10 @@ fn main() {
             .build()
             .unwrap();
         for _ in 0..20000 {
-            runtime.block_on(async { bytes += tool_service_bench::hand_written("joke", std::hint::black_box(PAYLOAD)).len() });
+            runtime.block_on(async {
+                bytes +=
+                    tool_service_bench::hand_written("joke", std::hint::black_box(PAYLOAD)).len()
+            });
         }
         println!("{bytes}");
         return;
