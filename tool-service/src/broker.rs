@@ -166,6 +166,53 @@ impl BrokerOptions {
     }
 }
 
+/// A producer that waits for room instead of failing with `SlowDown` when
+/// its queue is full.
+pub(crate) async fn producer(
+    pulsar: &Pulsar<TokioExecutor>,
+    topic: &str,
+) -> Result<pulsar::Producer<TokioExecutor>, pulsar::Error> {
+    pulsar
+        .producer()
+        .with_topic(topic)
+        .with_options(pulsar::producer::ProducerOptions {
+            block_queue_if_full: true,
+            ..pulsar::producer::ProducerOptions::default()
+        })
+        .build()
+        .await
+}
+
+/// Publishes `payload` with the `id` property and waits until the broker has
+/// it.
+pub(crate) async fn publish(
+    producer: &tokio::sync::Mutex<pulsar::Producer<TokioExecutor>>,
+    id: &str,
+    payload: Vec<u8>,
+) -> Result<(), pulsar::Error> {
+    let message = pulsar::producer::Message {
+        payload,
+        properties: std::collections::HashMap::from([(
+            crate::wire::ID_PROPERTY.to_owned(),
+            id.to_owned(),
+        )]),
+        ..pulsar::producer::Message::default()
+    };
+    let receipt = producer.lock().await.send_non_blocking(message).await?;
+    receipt.await?;
+    Ok(())
+}
+
+/// The `id` property of a received message.
+pub(crate) fn message_id<T>(message: &pulsar::consumer::Message<T>) -> Option<&str> {
+    message
+        .metadata()
+        .properties
+        .iter()
+        .find(|property| property.key == crate::wire::ID_PROPERTY)
+        .map(|property| property.value.as_str())
+}
+
 /// `host:port` of the first broker in a `pulsar://` or `pulsar+ssl://` URL.
 fn broker_address(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
-use pulsar::producer::{self, Producer};
+use pulsar::producer::Producer;
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use crate::descriptor::ToolServiceDescriptor;
-use crate::wire::{Frame, Request, ID_PROPERTY};
+use crate::wire::{Frame, Request};
 use crate::ToolError;
 
 /// The default time a call may take, end to end.
@@ -110,16 +110,7 @@ impl ToolClient {
             )
             .build()
             .await?;
-        let producer = pulsar
-            .producer()
-            .with_topic(request_queue)
-            .with_options(producer::ProducerOptions {
-                // Wait for room instead of failing with SlowDown under load.
-                block_queue_if_full: true,
-                ..producer::ProducerOptions::default()
-            })
-            .build()
-            .await?;
+        let producer = crate::broker::producer(pulsar, request_queue).await?;
         // Topic lookups may have opened connections of their own.
         crate::nodelay::apply();
         let pending: Pending = Arc::default();
@@ -224,19 +215,8 @@ impl ToolClient {
             pending: &self.pending,
             id: &id,
         };
-        let message = producer::Message {
-            payload,
-            properties: HashMap::from([(ID_PROPERTY.to_owned(), id.clone())]),
-            ..producer::Message::default()
-        };
         let exchange = async {
-            let receipt = self
-                .producer
-                .lock()
-                .await
-                .send_non_blocking(message)
-                .await?;
-            receipt.await?;
+            crate::broker::publish(&self.producer, &id, payload).await?;
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {
                 let last = frame.end_of_stream;
@@ -284,13 +264,7 @@ async fn read_responses(mut consumer: Consumer<Vec<u8>, TokioExecutor>, pending:
             }
         };
         let _ = consumer.ack(&message).await;
-        let Some(id) = message
-            .metadata()
-            .properties
-            .iter()
-            .find(|property| property.key == ID_PROPERTY)
-            .map(|property| property.value.as_str())
-        else {
+        let Some(id) = crate::broker::message_id(&message) else {
             continue;
         };
         let Some(sender) = pending

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
-use pulsar::producer::{self, Producer};
+use pulsar::producer::Producer;
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinSet;
@@ -21,7 +21,7 @@ use tracing::Instrument;
 
 use crate::broker::BrokerOptions;
 use crate::dispatch::{self, FrameSink};
-use crate::wire::{Frame, ID_PROPERTY, UNKNOWN_ID};
+use crate::wire::{Frame, UNKNOWN_ID};
 use crate::{Registry, Service, ToolError};
 
 /// Requests a service handles at once unless its attribute or `--concurrency`
@@ -391,15 +391,7 @@ impl Worker {
                 topic: request_queue.clone(),
                 source: Box::new(source),
             })?;
-        let producer = pulsar
-            .producer()
-            .with_topic(&response_queue)
-            .with_options(producer::ProducerOptions {
-                // Wait for room instead of failing with SlowDown under load.
-                block_queue_if_full: true,
-                ..producer::ProducerOptions::default()
-            })
-            .build()
+        let producer = crate::broker::producer(pulsar, &response_queue)
             .await
             .map_err(|source| ServeError::Topic {
                 service: service.id().to_owned(),
@@ -541,12 +533,9 @@ impl Worker {
     ) {
         let service = self.service;
         let producer = Arc::clone(&self.producer);
-        let id = message
-            .metadata()
-            .properties
-            .iter()
-            .find(|property| property.key == ID_PROPERTY)
-            .map_or_else(|| UNKNOWN_ID.to_owned(), |property| property.value.clone());
+        let id = crate::broker::message_id(&message)
+            .unwrap_or(UNKNOWN_ID)
+            .to_owned();
         let span = tracing::debug_span!("request", service = service.id(), request_id = %id);
         in_flight.spawn(
             async move {
@@ -608,19 +597,7 @@ impl FrameSink for PulsarSink<'_> {
     type Error = pulsar::Error;
 
     async fn send(&mut self, id: &str, frame: Frame) -> Result<(), Self::Error> {
-        let message = producer::Message {
-            payload: frame.encode(),
-            properties: HashMap::from([(ID_PROPERTY.to_owned(), id.to_owned())]),
-            ..producer::Message::default()
-        };
-        let receipt = self
-            .producer
-            .lock()
-            .await
-            .send_non_blocking(message)
-            .await?;
-        receipt.await?;
-        Ok(())
+        crate::broker::publish(self.producer, id, frame.encode()).await
     }
 }
 
