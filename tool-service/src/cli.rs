@@ -88,6 +88,10 @@ struct ServeArgs {
     /// Serve only this service id (repeatable).
     #[arg(long, value_name = "SERVICE_ID")]
     only: Vec<String>,
+    /// Threads that run the handlers [default: one per core]. On a small
+    /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    worker_threads: Option<u16>,
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     grace_period: u64,
@@ -230,9 +234,11 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         receive_window: Some(args.receive_window as usize),
         grace_period: std::time::Duration::from_secs(args.grace_period),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.worker_threads {
+        runtime.worker_threads(usize::from(threads));
+    }
+    let runtime = runtime.enable_all().build()?;
     let reports = runtime.block_on(crate::serve::serve(registry, &options, shutdown_signal()))?;
     let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
     if abandoned > 0 {
