@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tool_service::client::{CallError, ToolClient};
+use tool_service::client::CallError;
 
 /// The Python service, killed when dropped.
 struct PythonJokeService {
@@ -88,15 +88,7 @@ impl Drop for PythonJokeService {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_client_calls_trustgraphs_python_service() {
     let _service = PythonJokeService::start();
-    let pulsar = support::connect().await;
-    let client = ToolClient::connect(
-        &pulsar,
-        "non-persistent://tg/request/py-joke",
-        "non-persistent://tg/response/py-joke",
-    )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(30));
+    let client = support::client("non-persistent", "py-joke").await;
 
     let text = client
         .call(&json!({"style": "pun"}), &json!({"topic": "programming"}))

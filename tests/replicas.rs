@@ -11,15 +11,7 @@ use support::Replica;
 use tool_service::client::ToolClient;
 
 async fn client(topic: &str) -> ToolClient {
-    let pulsar = support::connect().await;
-    ToolClient::connect(
-        &pulsar,
-        &format!("non-persistent://tg/request/{topic}"),
-        &format!("non-persistent://tg/response/{topic}"),
-    )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(30))
+    support::client("non-persistent", topic).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

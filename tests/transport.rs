@@ -102,19 +102,7 @@ async fn it_raw(#[context] ctx: Context) -> String {
 }
 
 async fn client(topic: &str) -> ToolClient {
-    client_on("non-persistent", topic).await
-}
-
-async fn client_on(persistence: &str, topic: &str) -> ToolClient {
-    let pulsar = support::connect().await;
-    ToolClient::connect(
-        &pulsar,
-        &format!("{persistence}://tg/request/{topic}"),
-        &format!("{persistence}://tg/response/{topic}"),
-    )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(30))
+    support::client("non-persistent", topic).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,7 +212,7 @@ async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
 async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
     const REQUESTS: usize = 1000;
     let _served = support::InProcess::start(&["it-durable-service"]).await;
-    let client = client_on("persistent", "it-durable").await;
+    let client = support::client("persistent", "it-durable").await;
     // A second subscription sees every response frame, to count them by id.
     let mut watch = RawTopic::open("persistent", "it-durable").await;
     let calls = (0..REQUESTS).map(|n| {

@@ -4,20 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tool_service::wire::Frame;
-use tool_service::{dispatch, tool_service, Registry, ToolError};
-use tool_service_bench::{joke, JokeArgs, JokeConfig};
-
-/// Tell a joke on a given topic.
-#[tool_service(topic = "per-request-joke")]
-async fn tell_joke(
-    #[config] config: JokeConfig,
-    #[args] args: JokeArgs,
-) -> Result<String, ToolError> {
-    if args.topic.is_empty() {
-        return Err(ToolError::new("give a topic"));
-    }
-    Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
-}
+use tool_service::{dispatch, Registry};
 
 async fn hand_written(payload: &[u8]) -> Vec<u8> {
     tool_service_bench::hand_written("joke", payload)
@@ -31,7 +18,7 @@ fn per_request(c: &mut Criterion) {
         .unwrap();
     let service = Registry::collect()
         .unwrap()
-        .service("per-request-joke-service")
+        .service("bench-joke-service")
         .unwrap();
     let expected = runtime.block_on(hand_written(PAYLOAD));
     let mut check: Vec<Frame> = Vec::new();

@@ -1,7 +1,31 @@
 //! The tool logic every benchmarked variant runs, so that only the plumbing
-//! differs: an echo tool and the spec's joke tool.
+//! differs: an echo tool and the spec's joke tool, registered here as
+//! `#[tool_service]`s (`bench-echo-service`, `bench-joke-service`) and
+//! written by hand in [`hand_written`].
 
 use serde::{Deserialize, Serialize};
+use tool_service::{tool_service, ToolError};
+
+/// Echo the text back.
+#[tool_service(topic = "bench-echo")]
+pub async fn echo(#[args] args: EchoArgs) -> String {
+    args.text
+}
+
+/// Tell a joke on a given topic.
+#[tool_service(
+    topic = "bench-joke",
+    tool(name = "bench-tell-joke", config(style = "pun"))
+)]
+pub async fn tell_joke(
+    #[config] config: JokeConfig,
+    #[args] args: JokeArgs,
+) -> Result<String, ToolError> {
+    if args.topic.is_empty() {
+        return Err(ToolError::new("give a topic"));
+    }
+    Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
+}
 
 /// The joke tool's config.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

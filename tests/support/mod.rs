@@ -51,6 +51,20 @@ pub async fn connect() -> Pulsar<TokioExecutor> {
         .expect("connect to the broker")
 }
 
+/// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
+/// test broker, with a 30 s timeout.
+pub async fn client(persistence: &str, topic: &str) -> tool_service::client::ToolClient {
+    let pulsar = connect().await;
+    tool_service::client::ToolClient::connect(
+        &pulsar,
+        &format!("{persistence}://tg/request/{topic}"),
+        &format!("{persistence}://tg/response/{topic}"),
+    )
+    .await
+    .expect("open the service's topics")
+    .with_timeout(Duration::from_secs(30))
+}
+
 /// Services of this test binary served in-process; stops when dropped.
 pub struct InProcess {
     stop: Option<tokio::sync::oneshot::Sender<()>>,

@@ -1,17 +1,7 @@
 //! Runs the per-request path in a loop, for `valgrind --tool=callgrind`.
 
 use tool_service::wire::Frame;
-use tool_service::{dispatch, tool_service, Registry, ToolError};
-use tool_service_bench::{joke, JokeArgs, JokeConfig};
-
-/// Tell a joke on a given topic.
-#[tool_service(topic = "profile-joke")]
-async fn tell_joke(
-    #[config] config: JokeConfig,
-    #[args] args: JokeArgs,
-) -> Result<String, ToolError> {
-    Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
-}
+use tool_service::{dispatch, Registry};
 
 const PAYLOAD: &[u8] =
     br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
@@ -39,7 +29,7 @@ fn main() {
         .unwrap();
     let service = Registry::collect()
         .unwrap()
-        .service("profile-joke-service")
+        .service("bench-joke-service")
         .unwrap();
     let mut frames: Vec<Frame> = Vec::with_capacity(1);
     let mut bytes = 0;
