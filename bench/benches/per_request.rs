@@ -3,27 +3,23 @@
 //! `tool-service`'s dispatch and by hand-written serde_json, side by side.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use tool_service::dispatch;
 use tool_service::wire::Frame;
-use tool_service::{dispatch, Registry};
+use tool_service_bench::{through_dispatch, JOKE_REQUEST};
 
 async fn hand_written(payload: &[u8]) -> Vec<u8> {
     tool_service_bench::hand_written("joke", payload)
 }
 
-const PAYLOAD: &[u8] = br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
-
 fn per_request(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let service = Registry::collect()
-        .unwrap()
-        .service("bench-joke-service")
-        .unwrap();
-    let expected = runtime.block_on(hand_written(PAYLOAD));
+    let service = tool_service_bench::joke_service();
+    let expected = runtime.block_on(hand_written(JOKE_REQUEST));
     let mut check: Vec<Frame> = Vec::new();
     runtime
-        .block_on(dispatch::dispatch(service, "id", PAYLOAD, &mut check))
+        .block_on(dispatch::dispatch(service, "id", JOKE_REQUEST, &mut check))
         .unwrap();
     assert_eq!(
         check[0].encode(),
@@ -33,26 +29,26 @@ fn per_request(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("per_request");
     group.bench_function("hand_written_serde_json", |b| {
-        b.iter(|| runtime.block_on(hand_written(std::hint::black_box(PAYLOAD))))
+        b.iter(|| runtime.block_on(hand_written(std::hint::black_box(JOKE_REQUEST))))
     });
     // The sink stands for the transport's producer: reused, like a producer.
     let mut frames: Vec<Frame> = Vec::with_capacity(1);
     group.bench_function("tool_service_dispatch", |b| {
         b.iter(|| {
-            runtime.block_on(async {
-                frames.clear();
-                dispatch::dispatch(service, "id", std::hint::black_box(PAYLOAD), &mut frames)
-                    .await
-                    .unwrap();
-                frames[0].encode()
-            })
+            runtime.block_on(through_dispatch(
+                service,
+                std::hint::black_box(JOKE_REQUEST),
+                &mut frames,
+            ))
         })
     });
     if std::env::var_os("PER_REQUEST_PARTS").is_some() {
         group.bench_function("part_request_decode", |b| {
-            b.iter(|| tool_service::wire::Request::decode(std::hint::black_box(PAYLOAD)).unwrap())
+            b.iter(|| {
+                tool_service::wire::Request::decode(std::hint::black_box(JOKE_REQUEST)).unwrap()
+            })
         });
-        let request = tool_service::wire::Request::decode(PAYLOAD).unwrap();
+        let request = tool_service::wire::Request::decode(JOKE_REQUEST).unwrap();
         group.bench_function("part_run", |b| {
             b.iter(|| {
                 runtime.block_on(async {

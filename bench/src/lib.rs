@@ -27,6 +27,32 @@ pub async fn tell_joke(
     Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
 }
 
+/// The request both in-process benchmarks send: the original spec's shape.
+pub const JOKE_REQUEST: &[u8] =
+    br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
+
+/// The registered joke service, for driving `dispatch` directly.
+pub fn joke_service() -> tool_service::Service {
+    tool_service::Registry::collect()
+        .expect("a valid registry")
+        .service("bench-joke-service")
+        .expect("the bench library registers bench-joke-service")
+}
+
+/// One request through `tool-service`'s dispatch, as the transport runs it:
+/// `frames` stands for the reused producer; returns the response payload.
+pub async fn through_dispatch(
+    service: tool_service::Service,
+    payload: &[u8],
+    frames: &mut Vec<tool_service::wire::Frame>,
+) -> Vec<u8> {
+    frames.clear();
+    tool_service::dispatch::dispatch(service, "id", payload, frames)
+        .await
+        .unwrap_or_else(|never| match never {});
+    frames[0].encode()
+}
+
 /// The joke tool's config.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct JokeConfig {

@@ -1,10 +1,7 @@
 //! Runs the per-request path in a loop, for `valgrind --tool=callgrind`.
 
 use tool_service::wire::Frame;
-use tool_service::{dispatch, Registry};
-
-const PAYLOAD: &[u8] =
-    br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
+use tool_service_bench::{through_dispatch, JOKE_REQUEST};
 
 fn main() {
     if std::env::args().any(|arg| arg == "--hand") {
@@ -15,7 +12,8 @@ fn main() {
         for _ in 0..20000 {
             runtime.block_on(async {
                 bytes +=
-                    tool_service_bench::hand_written("joke", std::hint::black_box(PAYLOAD)).len()
+                    tool_service_bench::hand_written("joke", std::hint::black_box(JOKE_REQUEST))
+                        .len()
             });
         }
         println!("{bytes}");
@@ -27,20 +25,16 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let service = Registry::collect()
-        .unwrap()
-        .service("bench-joke-service")
-        .unwrap();
+    let service = tool_service_bench::joke_service();
     let mut frames: Vec<Frame> = Vec::with_capacity(1);
     let mut bytes = 0;
     for _ in 0..iterations {
-        runtime.block_on(async {
-            frames.clear();
-            dispatch::dispatch(service, "id", std::hint::black_box(PAYLOAD), &mut frames)
-                .await
-                .unwrap();
-            bytes += frames[0].encode().len();
-        });
+        let payload = runtime.block_on(through_dispatch(
+            service,
+            std::hint::black_box(JOKE_REQUEST),
+            &mut frames,
+        ));
+        bytes += payload.len();
     }
     println!("{bytes}");
 }
