@@ -1,6 +1,6 @@
-//! Two small services in one binary: `echo` (optionally slow) and `whoami`,
-//! which says which replica answered. Handy to try `serve`, scaling out and
-//! graceful shutdown.
+//! Three small services in one binary: `echo` (optionally slow), `whoami`,
+//! which says which replica answered, and `wait`, which gives up after its
+//! timeout. Handy to try `serve`, scaling out, timeouts and graceful shutdown.
 //!
 //! ```text
 //! cargo run --example echo -- serve
@@ -47,6 +47,17 @@ pub async fn whoami(#[context] ctx: Context) -> Identity {
         service: ctx.service_id(),
         pid: std::process::id(),
     }
+}
+
+/// Wait, then say how long. A request is cancelled and answered with a
+/// `timeout` error after 2 s (`serve --timeout wait-service=…` changes that).
+///
+/// # Arguments
+/// * `ms` - How many milliseconds to wait.
+#[tool_service(topic = "wait", timeout = "2s")]
+pub async fn wait(ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("waited {ms} ms")
 }
 
 fn main() -> std::process::ExitCode {

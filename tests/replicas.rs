@@ -105,3 +105,44 @@ fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
     let status = replica.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_handler_is_answered_timeout_and_frees_its_slot() {
+    // One slot, so the next request is only served once the hung one is gone;
+    // the command line's timeout wins over the attribute's 2 s.
+    let _replica = Replica::start(
+        "echo",
+        &[
+            "--only",
+            "wait-service",
+            "--concurrency",
+            "1",
+            "--timeout",
+            "wait-service=300ms",
+        ],
+    );
+    let client = client("wait").await;
+    let started = std::time::Instant::now();
+    let hung = client.call(&json!({}), &json!({"ms": 600_000})).await;
+    let elapsed = started.elapsed();
+    match hung {
+        Err(tool_service::client::CallError::Tool(error)) => {
+            assert_eq!(error.kind(), "timeout", "{error:?}");
+            assert_eq!(
+                error.message(),
+                "the tool handler did not finish within 300ms and was cancelled"
+            );
+        }
+        other => panic!("expected a timeout error frame, got {other:?}"),
+    }
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(20),
+        "answered after {elapsed:?}"
+    );
+    // The slot is free again: a quick request is answered.
+    let answer = client
+        .call(&json!({}), &json!({"ms": 1}))
+        .await
+        .expect("the next request is served");
+    assert_eq!(answer, "waited 1 ms");
+}

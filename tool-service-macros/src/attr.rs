@@ -8,6 +8,7 @@
 //!     response_queue = "…",                 // default non-persistent://tg/response/{topic}
 //!     subscription = "…",                   // default "{id}-request"
 //!     concurrency = 8,                      // at least 1
+//!     timeout = "30s",                      // per request: ms, s, m or h
 //!     tool(name = "tell-joke", description = "…", config(style = "pun")),  // repeatable
 //!     crate = "::tool_service",
 //! )]
@@ -23,7 +24,7 @@ use syn::{Expr, Ident, Lit, LitInt, LitStr, Token};
 use crate::ctxt::Errors;
 
 const KEYS: &str =
-    "`topic`, `id`, `request_queue`, `response_queue`, `subscription`, `concurrency`, `tool`, `crate`";
+    "`topic`, `id`, `request_queue`, `response_queue`, `subscription`, `concurrency`, `timeout`, `tool`, `crate`";
 const TOOL_KEYS: &str = "`name`, `description`, `config`, `arguments`";
 
 /// The parsed attribute, before validation.
@@ -37,6 +38,7 @@ pub(crate) struct ServiceAttr {
     pub(crate) response_queue: Option<LitStr>,
     pub(crate) subscription: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
+    pub(crate) timeout: Option<LitStr>,
     pub(crate) tools: Vec<ToolAttr>,
     pub(crate) krate: Option<syn::Path>,
 }
@@ -177,6 +179,10 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
                     &other,
                     "`concurrency` must be an integer literal, e.g. `concurrency = 8`",
                 ),
+            }
+        } else if path.is_ident("timeout") {
+            if let Some(lit) = string_value(&meta, "timeout", "30s", errors)? {
+                set_once(&mut attr.timeout, lit, &path, errors);
             }
         } else if path.is_ident("crate") {
             if let Some(lit) = string_value(&meta, "crate", "::tool_service", errors)? {

@@ -239,6 +239,10 @@ fn glue(service: &Service) -> TokenStream {
         Some(n) => quote!(::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     };
+    let timeout = match service.timeout_ms {
+        Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+        None => quote!(::core::option::Option::None),
+    };
     let streaming = service.has(|role| matches!(role, Role::Stream));
     let tools = service.tools.iter().map(|tool| {
         let name = &tool.name;
@@ -297,6 +301,7 @@ fn glue(service: &Service) -> TokenStream {
                     response_queue: #response_queue,
                     subscription: #subscription,
                     concurrency: #concurrency,
+                    timeout: #timeout,
                     streaming: #streaming,
                     tools: &[#(#tools),*],
                     config_schema: #krate::__private::config_schema::<__ToolServiceTypes>,

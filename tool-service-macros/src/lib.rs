@@ -40,6 +40,7 @@ use proc_macro::TokenStream;
 /// | `response_queue = "…"` | full response topic | `non-persistent://tg/response/{topic}` |
 /// | `subscription = "…"` | Shared subscription name | `"{id}-request"` |
 /// | `concurrency = 8` | most requests handled at once | the `serve` default |
+/// | `timeout = "30s"` | how long one request may run before it is cancelled and answered with a `timeout` error (`ms`, `s`, `m` or `h`) | `serve --timeout` (600 s) |
 /// | `tool(name = "…", description = "…", config(key = value, …))` | a tool backed by this service; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
 /// | `crate = "…"` | path to the `tool_service` crate | `::tool_service` |
 ///

@@ -69,6 +69,28 @@ pub(crate) struct Tool {
     pub(crate) arguments: Vec<ArgumentEntry>,
 }
 
+/// Milliseconds in a duration written as a whole number and a unit:
+/// `"250ms"`, `"30s"`, `"5m"`, `"1h"`.
+fn parse_millis(text: &str) -> Result<u64, &'static str> {
+    const PROBLEM: &str =
+        "must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`";
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or(PROBLEM)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| PROBLEM)?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(PROBLEM),
+    };
+    match number.checked_mul(scale) {
+        Some(0) => Err("must be longer than zero"),
+        Some(ms) => Ok(ms),
+        None => Err("is too long"),
+    }
+}
+
 /// The checked model.
 pub(crate) struct Service {
     pub(crate) ident: Ident,
@@ -78,6 +100,8 @@ pub(crate) struct Service {
     pub(crate) response_queue: Option<String>,
     pub(crate) subscription: Option<String>,
     pub(crate) concurrency: Option<usize>,
+    /// Per-request timeout in milliseconds.
+    pub(crate) timeout_ms: Option<u64>,
     pub(crate) params: Vec<Param>,
     pub(crate) output: Output,
     pub(crate) tools: Vec<Tool>,
@@ -224,6 +248,16 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
             }
             Ok(n) => Some(n),
         });
+    let timeout_ms = attr
+        .timeout
+        .as_ref()
+        .and_then(|lit| match parse_millis(&lit.value()) {
+            Ok(ms) => Some(ms),
+            Err(problem) => {
+                errors.spanned(lit, format_args!("`timeout` {problem}"));
+                None
+            }
+        });
 
     let doc = Doc::from_attrs(&function.attrs);
     let documented = doc.arguments();
@@ -245,6 +279,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
         response_queue,
         subscription,
         concurrency,
+        timeout_ms,
         params,
         output,
         tools,
@@ -624,5 +659,23 @@ fn check_preset(tool: &Tool, span: Span, visible: &VisibleParams, errors: &mut E
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_millis;
+
+    #[test]
+    fn timeouts_are_a_number_and_a_unit() {
+        assert_eq!(parse_millis("250ms"), Ok(250));
+        assert_eq!(parse_millis("30s"), Ok(30_000));
+        assert_eq!(parse_millis("5m"), Ok(300_000));
+        assert_eq!(parse_millis("1h"), Ok(3_600_000));
+        for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms"] {
+            assert!(parse_millis(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_millis("0s"), Err("must be longer than zero"));
+        assert_eq!(parse_millis("99999999999999999h"), Err("is too long"));
     }
 }

@@ -92,6 +92,12 @@ struct ServeArgs {
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
+    /// How long one request may run before it is cancelled and answered
+    /// with a `timeout` error, for services whose `timeout` attribute sets
+    /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
+    /// timeout, over its attribute. Repeatable; units ms, s, m, h.
+    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = parse_timeout)]
+    timeout: Vec<(Option<String>, std::time::Duration)>,
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     grace_period: u64,
@@ -227,13 +233,18 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     if let Some(path) = args.pulsar_tls_ca_file {
         broker = broker.with_tls_ca_file(path);
     }
-    let options = crate::serve::ServeOptions {
-        broker,
-        concurrency: args.concurrency.map(|n| n as usize),
-        only: args.only,
-        receive_window: Some(args.receive_window as usize),
-        grace_period: std::time::Duration::from_secs(args.grace_period),
-    };
+    let mut options = crate::serve::ServeOptions::new(String::new());
+    options.broker = broker;
+    options.concurrency = args.concurrency.map(|n| n as usize);
+    options.only = args.only;
+    options.receive_window = Some(args.receive_window as usize);
+    options.grace_period = std::time::Duration::from_secs(args.grace_period);
+    for (service, limit) in args.timeout {
+        match service {
+            Some(id) => options.service_timeouts.push((id, limit)),
+            None => options.timeout = limit,
+        }
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.worker_threads {
         runtime.worker_threads(usize::from(threads));
@@ -247,6 +258,16 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `30s` (every service) or `joke-service=30s` (one service).
+fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
+    match text.rsplit_once('=') {
+        Some((id, limit)) if !id.is_empty() => {
+            Ok((Some(id.to_owned()), crate::serve::parse_duration(limit)?))
+        }
+        _ => Ok((None, crate::serve::parse_duration(text)?)),
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
@@ -121,8 +122,45 @@ pub async fn dispatch<S: FrameSink + Send>(
     payload: &[u8],
     sink: &mut S,
 ) -> Result<bool, S::Error> {
+    dispatch_within(service, id, payload, None, sink).await
+}
+
+/// [`dispatch`] with a time limit: a handler still running after `timeout`
+/// is cancelled (dropped at its next `.await`) and the request is answered
+/// with a `timeout` error. Needs a Tokio runtime with the time driver.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_service::{dispatch, tool_service, wire::Frame, Registry};
+///
+/// /// Wait forever.
+/// #[tool_service(topic = "stuck")]
+/// async fn stuck() {
+///     std::future::pending::<()>().await
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let service = Registry::collect().unwrap().service("stuck-service").unwrap();
+/// let mut frames: Vec<Frame> = Vec::new();
+/// let payload = br#"{"config": "{}", "arguments": "{}"}"#;
+/// let limit = Some(Duration::from_millis(20));
+/// let ok = dispatch::dispatch_within(service, "r", payload, limit, &mut frames).await.unwrap();
+/// assert!(!ok);
+/// assert_eq!(frames[0].error.as_ref().unwrap().kind(), "timeout");
+/// # }
+/// ```
+///
+/// # Errors
+/// Only the sink's errors.
+pub async fn dispatch_within<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
+    payload: &[u8],
+    timeout: Option<Duration>,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
     match Request::decode(payload) {
-        Ok(request) => run(service, id, request, sink).await,
+        Ok(request) => run_within(service, id, request, timeout, sink).await,
         Err(error) => {
             sink.send(id, Frame::last(Err(error))).await?;
             Ok(false)
@@ -137,21 +175,37 @@ pub async fn dispatch<S: FrameSink + Send>(
 pub async fn run<S: FrameSink + Send>(
     service: Service,
     id: &str,
+    request: Request,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
+    run_within(service, id, request, None, sink).await
+}
+
+async fn run_within<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
     mut request: Request,
+    timeout: Option<Duration>,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     // The user moves to the context; the request keeps the JSON texts.
     let context = Context::new(id, request.user.take(), service.id());
     let outcome = if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        Box::pin(stream_chunks(service, id, request, context, sink)).await?
+        Box::pin(stream_chunks(service, id, request, context, timeout, sink)).await?
     } else {
         let invocation = Invocation {
             request,
             context,
             chunks: Chunks::disconnected(),
         };
-        CatchPanic(call_handler(service, invocation)).await
+        let handler = CatchPanic(call_handler(service, invocation));
+        match timeout {
+            None => handler.await,
+            Some(limit) => tokio::time::timeout(limit, handler)
+                .await
+                .unwrap_or_else(|_| Err(timeout_error(limit))),
+        }
     };
     let ok = outcome.is_ok();
     sink.send(id, Frame::last(outcome)).await?;
@@ -165,6 +219,7 @@ async fn stream_chunks<S: FrameSink + Send>(
     id: &str,
     request: Request,
     context: Context,
+    timeout: Option<Duration>,
     sink: &mut S,
 ) -> Result<Result<String, ToolError>, S::Error> {
     let (chunks, mut receiver) = Chunks::channel();
@@ -174,10 +229,24 @@ async fn stream_chunks<S: FrameSink + Send>(
         chunks,
     };
     let mut handler = CatchPanic(call_handler(service, invocation));
+    let expired = async {
+        match timeout {
+            Some(limit) => {
+                tokio::time::sleep(limit).await;
+                limit
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
     loop {
         tokio::select! {
             biased;
             Some(chunk) = receiver.recv() => sink.send(id, Frame::chunk(chunk)).await?,
+            limit = &mut expired => {
+                // Chunks already sent stay sent; the stream ends with the error.
+                return Ok(Err(timeout_error(limit)));
+            }
             outcome = &mut handler => {
                 receiver.close();
                 while let Ok(chunk) = receiver.try_recv() {
@@ -223,6 +292,16 @@ fn panic_error(panic: &(dyn Any + Send)) -> ToolError {
     };
     tracing::error!(%message, "handler panicked");
     ToolError::with_type(ToolError::HANDLER_PANIC, message)
+}
+
+fn timeout_error(limit: Duration) -> ToolError {
+    ToolError::with_type(
+        ToolError::TIMEOUT,
+        format!(
+            "the tool handler did not finish within {} and was cancelled",
+            crate::serve::format_duration(limit)
+        ),
+    )
 }
 
 /// Decodes `config` or `arguments` text into the handler's type. The error
@@ -327,5 +406,40 @@ mod tests {
         assert!(error.message().ends_with("owned"));
         let error = panic_error(&42u8);
         assert_eq!(error.message(), "the tool handler panicked");
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+    use crate::Registry;
+
+    /// Send one chunk, then hang.
+    #[crate::tool_service(topic = "hang-after-a-chunk")]
+    async fn hang_after_a_chunk(#[stream] out: Chunks) {
+        out.send("first").await.unwrap();
+        std::future::pending::<()>().await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_past_its_timeout_ends_with_a_timeout_error() {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service("hang-after-a-chunk-service").unwrap();
+        let mut frames: Vec<Frame> = Vec::new();
+        let payload = br#"{"config": "{}", "arguments": "{}"}"#;
+        let limit = Some(Duration::from_secs(2));
+        let ok = dispatch_within(service, "r", payload, limit, &mut frames)
+            .await
+            .unwrap();
+        assert!(!ok);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(frames[0], Frame::chunk("first".into()));
+        let error = frames[1].error.as_ref().unwrap();
+        assert_eq!(error.kind(), ToolError::TIMEOUT);
+        assert_eq!(
+            error.message(),
+            "the tool handler did not finish within 2s and was cancelled"
+        );
+        assert!(frames[1].end_of_stream);
     }
 }

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 /// | `handler-panic` | the handler panicked |
 /// | `overloaded` | a replica's queue was full (non-persistent request topics) |
 /// | `unavailable` | the replica was shutting down before the request started |
+/// | `timeout` | the handler ran past the service's timeout and was cancelled |
 ///
 /// A handler's own error type may pick its type by implementing [`TypedError`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,8 @@ impl ToolError {
     pub const OVERLOADED: &'static str = "overloaded";
     /// Type of a request refused because the replica is shutting down.
     pub const UNAVAILABLE: &'static str = "unavailable";
+    /// Type of a request whose handler ran past its timeout.
+    pub const TIMEOUT: &'static str = "timeout";
 
     /// An error of the default type `tool-service-error`.
     ///

@@ -19,6 +19,7 @@ pub struct ServiceSpec {
     pub response_queue: Option<&'static str>,
     pub subscription: Option<&'static str>,
     pub concurrency: Option<usize>,
+    pub timeout: Option<std::time::Duration>,
     pub streaming: bool,
     pub tools: &'static [ToolSpec],
     pub config_schema: fn() -> schemars::Schema,
@@ -142,6 +143,12 @@ impl Service {
     /// The most requests this service handles at once, if the attribute set it.
     pub fn concurrency(&self) -> Option<usize> {
         self.0.concurrency
+    }
+
+    /// How long one request may run, if the attribute set it
+    /// (`timeout = "30s"`).
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.0.timeout
     }
 
     /// Whether the handler streams chunks (`#[stream]`).
@@ -452,6 +459,7 @@ mod tests {
             response_queue: None,
             subscription: None,
             concurrency: None,
+            timeout: None,
             streaming: false,
             tools: &[],
             config_schema: __private::config_schema::<Empty>,
@@ -491,6 +499,7 @@ mod tests {
         response_queue: Some("persistent://acme/tools/out"),
         subscription: Some("workers"),
         concurrency: Some(8),
+        timeout: Some(std::time::Duration::from_secs(5)),
         ..spec("custom", "custom", 4)
     };
 
@@ -510,6 +519,8 @@ mod tests {
         assert_eq!(custom.response_queue(), "persistent://acme/tools/out");
         assert_eq!(custom.subscription(), "workers");
         assert_eq!(custom.concurrency(), Some(8));
+        assert_eq!(custom.timeout(), Some(std::time::Duration::from_secs(5)));
+        assert_eq!(service.timeout(), None);
         assert_eq!(custom.defined_at(), "tests::f (src/x.rs:4)");
     }
 

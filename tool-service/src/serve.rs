@@ -39,6 +39,11 @@ pub const DEFAULT_CONCURRENCY: usize = 64;
 /// subscription still take turns.
 pub const RECEIVE_WINDOW: usize = 1000;
 
+/// How long one request may run unless the service's `timeout` attribute or
+/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
+/// waits for an answer by default, since a later answer reaches nobody.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How long in-flight requests may take to finish after a shutdown signal.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
 
@@ -56,6 +61,11 @@ pub struct ServeOptions {
     pub receive_window: Option<usize>,
     /// How long in-flight requests may take to finish on shutdown.
     pub grace_period: Duration,
+    /// Per-request timeout of services whose attribute sets none
+    /// (default [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// Per-request timeouts by service id; these win over the attribute.
+    pub service_timeouts: Vec<(String, Duration)>,
 }
 
 impl ServeOptions {
@@ -72,7 +82,37 @@ impl ServeOptions {
             only: Vec::new(),
             receive_window: None,
             grace_period: DEFAULT_GRACE_PERIOD,
+            timeout: DEFAULT_TIMEOUT,
+            service_timeouts: Vec::new(),
         }
+    }
+
+    /// How long one request of `service` may run: a `service_timeouts`
+    /// entry, else the service's `timeout` attribute, else [`Self::timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_service::serve::ServeOptions;
+    ///
+    /// /// Say hi.
+    /// #[tool_service::tool_service(topic = "hi", timeout = "5s")]
+    /// async fn hi() -> &'static str { "hi" }
+    ///
+    /// let service = tool_service::Registry::collect().unwrap().service("hi-service").unwrap();
+    /// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
+    /// options.timeout = Duration::from_secs(60);
+    /// assert_eq!(options.timeout_of(service), Duration::from_secs(5));
+    /// options.service_timeouts.push(("hi-service".into(), Duration::from_secs(1)));
+    /// assert_eq!(options.timeout_of(service), Duration::from_secs(1));
+    /// ```
+    pub fn timeout_of(&self, service: Service) -> Duration {
+        self.service_timeouts
+            .iter()
+            .rev()
+            .find(|(id, _)| id == service.id())
+            .map(|(_, limit)| *limit)
+            .or(service.timeout())
+            .unwrap_or(self.timeout)
     }
 
     /// The concurrency a service runs with.
@@ -246,6 +286,11 @@ impl Serving {
         give_up: impl Future<Output = ()>,
     ) -> Result<Self, ServeError> {
         let services = select_services(registry, &options.only)?;
+        for (id, _) in &options.service_timeouts {
+            if registry.service(id).is_none() {
+                return Err(unknown_service(registry, id));
+            }
+        }
         let pulsar = options
             .broker
             .connect_with_retry(give_up)
@@ -261,8 +306,11 @@ impl Serving {
                 Worker::start(
                     &pulsar,
                     service,
-                    options.concurrency_of(service),
-                    options.receive_window_of(service),
+                    Limits {
+                        concurrency: options.concurrency_of(service),
+                        window: options.receive_window_of(service),
+                        timeout: options.timeout_of(service),
+                    },
                 )
                 .await?,
             );
@@ -323,17 +371,57 @@ fn select_services(registry: &Registry, only: &[String]) -> Result<Vec<Service>,
         .map(|id| {
             registry
                 .service(id)
-                .ok_or_else(|| ServeError::UnknownService {
-                    id: id.clone(),
-                    known: registry
-                        .services()
-                        .iter()
-                        .map(|service| service.id())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                })
+                .ok_or_else(|| unknown_service(registry, id))
         })
         .collect()
+}
+
+fn unknown_service(registry: &Registry, id: &str) -> ServeError {
+    ServeError::UnknownService {
+        id: id.to_owned(),
+        known: registry
+            .services()
+            .iter()
+            .map(|service| service.id())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Parses a duration written as a whole number and a unit: `250ms`, `30s`,
+/// `5m`, `1h`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let problem = || {
+        format!(
+            "`{text}` is not a duration; write a whole number and a unit (ms, s, m or h), e.g. 30s"
+        )
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(problem)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| problem())?;
+    let limit = match unit {
+        "ms" => Duration::from_millis(number),
+        "s" => Duration::from_secs(number),
+        "m" => Duration::from_secs(number.saturating_mul(60)),
+        "h" => Duration::from_secs(number.saturating_mul(3600)),
+        _ => return Err(problem()),
+    };
+    if limit.is_zero() {
+        return Err(format!("`{text}`: a timeout must be longer than zero"));
+    }
+    Ok(limit)
+}
+
+/// Shows a duration the way [`parse_duration`] reads it.
+pub(crate) fn format_duration(limit: Duration) -> String {
+    let ms = limit.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
 }
 
 /// Completes once a stop has been requested (or can no longer be).
@@ -350,11 +438,20 @@ async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
 
 type RequestMessage = pulsar::consumer::Message<Vec<u8>>;
 
+/// How much one service's worker takes on.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    concurrency: usize,
+    window: usize,
+    timeout: Duration,
+}
+
 /// The consumer loop of one service.
 struct Worker {
     service: Service,
     concurrency: usize,
     window: usize,
+    timeout: Duration,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
     producer: Arc<Mutex<Producer<TokioExecutor>>>,
 }
@@ -363,9 +460,13 @@ impl Worker {
     async fn start(
         pulsar: &Pulsar<TokioExecutor>,
         service: Service,
-        concurrency: usize,
-        window: usize,
+        limits: Limits,
     ) -> Result<Self, ServeError> {
+        let Limits {
+            concurrency,
+            window,
+            timeout,
+        } = limits;
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
         // Flow permits: a persistent topic holds back what a replica has no
@@ -407,12 +508,14 @@ impl Worker {
             %response_queue,
             subscription = %service.subscription(),
             concurrency,
+            timeout = %format_duration(timeout),
             "serving"
         );
         Ok(Self {
             service,
             concurrency,
             window,
+            timeout,
             consumer,
             producer: Arc::new(Mutex::new(producer)),
         })
@@ -533,6 +636,7 @@ impl Worker {
     ) {
         let service = self.service;
         let producer = Arc::clone(&self.producer);
+        let timeout = self.timeout;
         let id = crate::broker::message_id(&message)
             .unwrap_or(UNKNOWN_ID)
             .to_owned();
@@ -544,7 +648,14 @@ impl Worker {
                 };
                 let result = match refusal {
                     None => {
-                        dispatch::dispatch(service, &id, &message.payload.data, &mut sink).await
+                        dispatch::dispatch_within(
+                            service,
+                            &id,
+                            &message.payload.data,
+                            Some(timeout),
+                            &mut sink,
+                        )
+                        .await
                     }
                     Some(error) => sink
                         .send(&id, Frame::last(Err(error)))
@@ -629,5 +740,27 @@ mod tests {
         assert_eq!(options.concurrency, None);
         assert!(options.only.is_empty());
         assert_eq!(DEFAULT_CONCURRENCY, 64);
+        assert_eq!(options.timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn durations_read_and_show_alike() {
+        for (text, limit) in [
+            ("250ms", Duration::from_millis(250)),
+            ("30s", Duration::from_secs(30)),
+            ("5m", Duration::from_secs(300)),
+            ("1h", Duration::from_secs(3600)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(limit));
+        }
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format_duration(Duration::from_secs(600)), "600s");
+        for bad in ["", "30", "1.5s", "30 s", "-1s", "s", "9x"] {
+            let error = parse_duration(bad).unwrap_err();
+            assert!(error.contains("e.g. 30s"), "{bad:?}: {error}");
+        }
+        assert!(parse_duration("0s")
+            .unwrap_err()
+            .contains("longer than zero"));
     }
 }
