@@ -94,7 +94,7 @@ def start(variant, kind, concurrency=None):
     if variant == "raw":
         return Service([str(BIN / "raw"), "--url", URL, "--topic", t, "--kind", kind], "loop ready")
     if variant == "ours":
-        return Service([str(BIN / "ours"), "serve", "-p", URL, "--only", f"{t}-service", "--log-level", "info"]
+        return Service([str(BIN / "ours"), "serve", "-p", URL, "--only", f"{t}-service", "--log-level", "info", "--no-metrics"]
                        + (["--concurrency", str(concurrency)] if concurrency else []), "ready")
     return Service([PYTHON, str(ROOT / "bench" / "py_service.py"), "--kind", kind, "--id", f"{t}-service",
                     "-t", t, "-p", URL, "--concurrency", str(concurrency or 1), "--no-metrics",
@@ -182,7 +182,7 @@ def growth():
             only += ["--only", f"growth-{n:03d}-service"]
         samples = []
         for _ in range(REPEATS):
-            service = Service([str(BIN / "growth"), "serve", "-p", URL, "--log-level", "info"] + only, " ready")
+            service = Service([str(BIN / "growth"), "serve", "-p", URL, "--log-level", "info", "--no-metrics"] + only, " ready")
             try:
                 samples.append({
                     "startup_ms": service.ready_after * 1000,

@@ -31,7 +31,7 @@ class Replica:
         self.lines = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
-            [str(examples_dir() / example), "serve", "-p", PULSAR_URL, *args],
+            [str(examples_dir() / example), "serve", "-p", PULSAR_URL, "--metrics-port", "0", *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

@@ -157,6 +157,9 @@ impl Replica {
         let mut child = Command::new(example(name))
             .arg("serve")
             .args(["--pulsar-host", url])
+            // Any free port, so replicas can run side by side; a test's own
+            // `--metrics-port` comes later and wins.
+            .args(["--metrics-port", "0"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -196,6 +199,15 @@ impl Replica {
         }
     }
 
+    /// Sends SIGTERM, waits for the exit and returns every log line not
+    /// read yet.
+    pub fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        self.signal("TERM");
+        let status = self.child.wait().expect("wait for the replica");
+        let lines = self.log.iter().collect();
+        (status, lines)
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
@@ -214,6 +226,30 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A TCP port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("pick a free port")
+        .port()
+}
+
+/// `GET /metrics` on the local `port`: the status line and the body.
+pub fn scrape(port: u16) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics port");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
 }
 
 /// Raw access to a service's topic pair: publish any payload, with or without

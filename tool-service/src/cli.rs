@@ -22,6 +22,7 @@ use crate::Registry;
 #[derive(Debug, Parser)]
 #[command(
     version,
+    args_override_self = true,
     about = "TrustGraph tool services over Apache Pulsar",
     long_about = "TrustGraph tool services over Apache Pulsar.\n\nWithout a command, prints the descriptors of every service in this binary."
 )]
@@ -101,6 +102,19 @@ struct ServeArgs {
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     grace_period: u64,
+    /// Serve Prometheus metrics on this port, on every interface.
+    #[arg(short = 'P', long, default_value_t = crate::metrics::DEFAULT_METRICS_PORT, value_name = "PORT")]
+    metrics_port: u16,
+    /// Serve Prometheus metrics (the default; see --no-metrics).
+    #[arg(long, overrides_with = "no_metrics")]
+    metrics: bool,
+    /// Do not serve Prometheus metrics.
+    #[arg(long, overrides_with = "metrics")]
+    no_metrics: bool,
+    /// Also log each request's user, config and arguments (at info level).
+    /// Config often holds credentials: use for debugging only.
+    #[arg(long)]
+    log_payloads: bool,
     /// The most verbose log level shown.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     log_level: String,
@@ -239,6 +253,13 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     options.only = args.only;
     options.receive_window = Some(args.receive_window as usize);
     options.grace_period = std::time::Duration::from_secs(args.grace_period);
+    options.log_payloads = args.log_payloads;
+    if !args.no_metrics {
+        options.metrics = Some(std::net::SocketAddr::from((
+            [0, 0, 0, 0],
+            args.metrics_port,
+        )));
+    }
     for (service, limit) in args.timeout {
         match service {
             Some(id) => options.service_timeouts.push((id, limit)),

@@ -48,6 +48,7 @@ mod context;
 pub mod descriptor;
 pub mod dispatch;
 mod error;
+pub mod metrics;
 mod nodelay;
 mod registry;
 mod response;

@@ -8,8 +8,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
@@ -21,6 +22,7 @@ use tracing::Instrument;
 
 use crate::broker::BrokerOptions;
 use crate::dispatch::{self, FrameSink};
+use crate::metrics::{Metrics, ServiceMetrics};
 use crate::wire::{Frame, UNKNOWN_ID};
 use crate::{Registry, Service, ToolError};
 
@@ -66,6 +68,13 @@ pub struct ServeOptions {
     pub timeout: Duration,
     /// Per-request timeouts by service id; these win over the attribute.
     pub service_timeouts: Vec<(String, Duration)>,
+    /// Log each request's `user`, `config` and `arguments` (at info level).
+    /// Off by default: config often holds credentials and arguments hold
+    /// whatever the LLM was told.
+    pub log_payloads: bool,
+    /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
+    /// default here, `0.0.0.0:8000` from the command line.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl ServeOptions {
@@ -84,6 +93,8 @@ impl ServeOptions {
             grace_period: DEFAULT_GRACE_PERIOD,
             timeout: DEFAULT_TIMEOUT,
             service_timeouts: Vec::new(),
+            metrics: None,
+            log_payloads: false,
         }
     }
 
@@ -153,6 +164,14 @@ pub enum ServeError {
         url: String,
         /// The client's error.
         source: Box<pulsar::Error>,
+    },
+    /// The metrics endpoint could not be opened.
+    #[error("cannot serve metrics on {address}: {source}; pick another port with --metrics-port or turn metrics off with --no-metrics")]
+    Metrics {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why it could not be bound.
+        source: std::io::Error,
     },
     /// A consumer or producer could not be created.
     #[error("service `{service}`: cannot {what} on `{topic}`: {source}")]
@@ -256,6 +275,8 @@ pub async fn serve(
 pub struct Serving {
     workers: Vec<Worker>,
     grace_period: Duration,
+    metrics: Arc<Metrics>,
+    metrics_endpoint: Option<(SocketAddr, tokio::task::JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for Serving {
@@ -270,6 +291,7 @@ impl std::fmt::Debug for Serving {
                     .collect::<Vec<_>>(),
             )
             .field("grace_period", &self.grace_period)
+            .field("metrics", &self.metrics_address())
             .finish()
     }
 }
@@ -291,6 +313,23 @@ impl Serving {
                 return Err(unknown_service(registry, id));
             }
         }
+        let metrics = Arc::new(Metrics::new());
+        // Bound before connecting, so a taken port fails at once.
+        let metrics_endpoint = match options.metrics {
+            Some(address) => {
+                let listener = crate::metrics::bind(address)
+                    .await
+                    .map_err(|source| ServeError::Metrics { address, source })?;
+                let bound = listener.local_addr().unwrap_or(address);
+                tracing::info!("metrics on http://{bound}/metrics");
+                let server = tokio::spawn(crate::metrics::serve_metrics(
+                    listener,
+                    Arc::clone(&metrics),
+                ));
+                Some((bound, server))
+            }
+            None => None,
+        };
         let pulsar = options
             .broker
             .connect_with_retry(give_up)
@@ -306,10 +345,12 @@ impl Serving {
                 Worker::start(
                     &pulsar,
                     service,
+                    metrics.service(service.id()),
                     Limits {
                         concurrency: options.concurrency_of(service),
                         window: options.receive_window_of(service),
                         timeout: options.timeout_of(service),
+                        log_payloads: options.log_payloads,
                     },
                 )
                 .await?,
@@ -319,19 +360,31 @@ impl Serving {
         Ok(Self {
             workers,
             grace_period: options.grace_period,
+            metrics,
+            metrics_endpoint,
         })
+    }
+
+    /// The metrics of the services being served.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// Where metrics are served (with the port chosen when 0 was asked for).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_endpoint.as_ref().map(|(address, _)| *address)
     }
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish
     /// within the grace period, closes consumers and producers, and reports
     /// per service.
     pub async fn run_until(
-        self,
+        mut self,
         shutdown: impl Future<Output = ()>,
     ) -> HashMap<&'static str, ServiceReport> {
         let (stop, stopped) = watch::channel(false);
         let mut running = JoinSet::new();
-        for worker in self.workers {
+        for worker in std::mem::take(&mut self.workers) {
             let stopped = stopped.clone();
             let grace = self.grace_period;
             running.spawn(async move { (worker.service.id(), worker.run(stopped, grace).await) });
@@ -356,6 +409,14 @@ impl Serving {
                 let _ = stop.send(true);
                 collect.await
             }
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some((_, server)) = &self.metrics_endpoint {
+            server.abort();
         }
     }
 }
@@ -444,6 +505,7 @@ struct Limits {
     concurrency: usize,
     window: usize,
     timeout: Duration,
+    log_payloads: bool,
 }
 
 /// The consumer loop of one service.
@@ -452,6 +514,8 @@ struct Worker {
     concurrency: usize,
     window: usize,
     timeout: Duration,
+    log_payloads: bool,
+    metrics: Arc<ServiceMetrics>,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
     producer: Arc<Mutex<Producer<TokioExecutor>>>,
 }
@@ -460,12 +524,14 @@ impl Worker {
     async fn start(
         pulsar: &Pulsar<TokioExecutor>,
         service: Service,
+        metrics: Arc<ServiceMetrics>,
         limits: Limits,
     ) -> Result<Self, ServeError> {
         let Limits {
             concurrency,
             window,
             timeout,
+            log_payloads,
         } = limits;
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
@@ -511,11 +577,14 @@ impl Worker {
             timeout = %format_duration(timeout),
             "serving"
         );
+        metrics.set_running(true);
         Ok(Self {
             service,
             concurrency,
             window,
             timeout,
+            log_payloads,
+            metrics,
             consumer,
             producer: Arc::new(Mutex::new(producer)),
         })
@@ -613,6 +682,7 @@ impl Worker {
                 }
             }
         }
+        self.metrics.set_running(false);
         if let Err(error) = self.consumer.close().await {
             tracing::debug!(service = self.service.id(), %error, "closing the consumer");
         }
@@ -637,30 +707,47 @@ impl Worker {
         let service = self.service;
         let producer = Arc::clone(&self.producer);
         let timeout = self.timeout;
+        let metrics = Arc::clone(&self.metrics);
+        let log_payloads = self.log_payloads;
         let id = crate::broker::message_id(&message)
             .unwrap_or(UNKNOWN_ID)
             .to_owned();
-        let span = tracing::debug_span!("request", service = service.id(), request_id = %id);
+        let span = tracing::info_span!("request", service = service.id(), request_id = %id);
         in_flight.spawn(
             async move {
+                if log_payloads {
+                    log_payload(&message.payload.data);
+                }
                 let mut sink = PulsarSink {
                     producer: &producer,
+                    failed: None,
                 };
                 let result = match refusal {
                     None => {
-                        dispatch::dispatch_within(
+                        let in_flight = metrics.start();
+                        let started = Instant::now();
+                        let result = dispatch::dispatch_within(
                             service,
                             &id,
                             &message.payload.data,
                             Some(timeout),
                             &mut sink,
                         )
-                        .await
+                        .await;
+                        if result.is_ok() {
+                            let elapsed = started.elapsed();
+                            // The type only: messages may quote argument values.
+                            tracing::debug!(error = sink.failed.as_deref(), ?elapsed, "answered");
+                            in_flight.finish(sink.failed.as_deref(), elapsed);
+                        }
+                        result
                     }
-                    Some(error) => sink
-                        .send(&id, Frame::last(Err(error)))
-                        .await
-                        .map(|()| false),
+                    Some(error) => {
+                        metrics.refused(error.kind());
+                        sink.send(&id, Frame::last(Err(error)))
+                            .await
+                            .map(|()| false)
+                    }
                 };
                 let sent = match result {
                     Ok(_) => true,
@@ -699,15 +786,36 @@ impl Worker {
     }
 }
 
+/// Logs what a request carries (only with `log_payloads`).
+fn log_payload(payload: &[u8]) {
+    match crate::wire::Request::decode(payload) {
+        Ok(request) => tracing::info!(
+            user = request.user.as_deref(),
+            config = %request.config,
+            arguments = %request.arguments,
+            "request"
+        ),
+        Err(_) => tracing::info!(
+            payload = %String::from_utf8_lossy(payload),
+            "request (not decodable)"
+        ),
+    }
+}
+
 /// Sends frames to a service's response topic, each under the request's `id`.
 struct PulsarSink<'a> {
     producer: &'a Mutex<Producer<TokioExecutor>>,
+    /// The error type of the last frame, if it was an error.
+    failed: Option<String>,
 }
 
 impl FrameSink for PulsarSink<'_> {
     type Error = pulsar::Error;
 
     async fn send(&mut self, id: &str, frame: Frame) -> Result<(), Self::Error> {
+        if let (true, Some(error)) = (frame.end_of_stream, &frame.error) {
+            self.failed = Some(error.kind().to_owned());
+        }
         crate::broker::publish(self.producer, id, frame.encode()).await
     }
 }

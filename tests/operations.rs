@@ -1,0 +1,228 @@
+//! What operators see of a running `serve`: Prometheus metrics, and logs that
+//! keep config and argument values out unless asked. Needs a broker:
+//! `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::{free_port, scrape, Replica};
+use tool_service::client::CallError;
+
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.parse().expect("a number"))
+}
+
+// Tests in this file run side by side, so each serves its own service: two
+// replicas on one subscription would split the requests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_invocations_errors_latency_and_in_flight() {
+    let port = free_port();
+    let port_text = port.to_string();
+    // wait-service's attribute sets a 2 s timeout.
+    let _replica = Replica::start(
+        "echo",
+        &["--only", "wait-service", "--metrics-port", &port_text],
+    );
+    let wait = support::client("non-persistent", "wait").await;
+    for ms in 1..=3 {
+        let answer = wait.call(&json!({}), &json!({"ms": ms})).await.unwrap();
+        assert_eq!(answer, format!("waited {ms} ms"));
+    }
+    let bad = wait.call(&json!({}), &json!({"ms": "soon"})).await;
+    assert!(
+        matches!(bad, Err(CallError::Tool(ref e)) if e.kind() == "invalid-arguments"),
+        "{bad:?}"
+    );
+    let late = wait.call(&json!({}), &json!({"ms": 60_000})).await;
+    assert!(
+        matches!(late, Err(CallError::Tool(ref e)) if e.kind() == "timeout"),
+        "{late:?}"
+    );
+
+    // One slow request in flight while scraping.
+    let (no_config, slow_arguments) = (json!({}), json!({"ms": 1500}));
+    let slow = wait.call(&no_config, &slow_arguments);
+    let scraped = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::task::spawn_blocking(move || scrape(port))
+            .await
+            .unwrap()
+    };
+    let (answer, (status, body)) = tokio::join!(slow, scraped);
+    assert_eq!(answer.unwrap(), "waited 1500 ms");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+
+    let expect = |series: &str, value: f64| {
+        assert_eq!(sample(&body, series), Some(value), "{series} in\n{body}");
+    };
+    let service = r#"processor="wait-service""#;
+    let consumer = r#"processor="wait-service",consumer="request""#;
+    expect(
+        &format!("tg_dynamic_tool_service_invocation_total{{{service}}}"),
+        3.0,
+    );
+    expect(
+        &format!(r#"tg_consumer_processing_total{{{consumer},status="ok"}}"#),
+        3.0,
+    );
+    expect(
+        &format!(r#"tg_consumer_processing_total{{{consumer},status="error"}}"#),
+        2.0,
+    );
+    expect(
+        &format!(r#"tg_tool_service_errors_total{{{service},type="invalid-arguments"}}"#),
+        1.0,
+    );
+    expect(
+        &format!(r#"tg_tool_service_errors_total{{{service},type="timeout"}}"#),
+        1.0,
+    );
+    expect(&format!("tg_tool_service_in_flight{{{service}}}"), 1.0);
+    expect(
+        &format!("tg_consumer_request_duration_seconds_count{{{consumer}}}"),
+        5.0,
+    );
+    // The timeout took 2 s: above the 1 s bucket, within 2.5 s.
+    expect(
+        &format!(r#"tg_consumer_request_duration_seconds_bucket{{{consumer},le="1"}}"#),
+        4.0,
+    );
+    expect(
+        &format!(r#"tg_consumer_request_duration_seconds_bucket{{{consumer},le="2.5"}}"#),
+        5.0,
+    );
+    expect(
+        &format!(r#"tg_consumer_state{{{consumer},tg_consumer_state="running"}}"#),
+        1.0,
+    );
+    assert!(body.contains("# TYPE tg_consumer_request_duration_seconds histogram\n"));
+
+    // Afterwards nothing is in flight and the slow request counts too.
+    let (_, body) = tokio::task::spawn_blocking(move || scrape(port))
+        .await
+        .unwrap();
+    assert_eq!(
+        sample(&body, &format!("tg_tool_service_in_flight{{{service}}}")),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &body,
+            &format!("tg_dynamic_tool_service_invocation_total{{{service}}}")
+        ),
+        Some(4.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_metrics_opens_no_port() {
+    let port = free_port();
+    let replica = Replica::start(
+        "echo",
+        &[
+            "--only",
+            "whoami-service",
+            "--metrics-port",
+            &port.to_string(),
+            "--no-metrics",
+        ],
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "something listens on the metrics port"
+    );
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|line| line.contains("metrics on")),
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_metrics_port_is_a_clear_startup_error() {
+    let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut replica = Replica::spawn_at(
+        &support::require_broker(),
+        "echo",
+        &["--metrics-port", &port.to_string()],
+    );
+    let status = replica.child.wait().unwrap();
+    let lines: Vec<String> = replica.log.iter().collect();
+    assert_eq!(status.code(), Some(1), "{lines:#?}");
+    let expected = format!(
+        "cannot serve metrics on 0.0.0.0:{port}: Address already in use (os error 98); pick another port with --metrics-port or turn metrics off with --no-metrics"
+    );
+    assert!(
+        lines.iter().any(|line| line.contains(&expected)),
+        "{lines:#?}"
+    );
+}
+
+const SECRET_CONFIG: &str = "config-secret-4c1e";
+const SECRET_ARGUMENT: &str = "argument-secret-9a7b";
+const TOKEN: &str = "token-secret-77f2";
+
+/// Serves echo at debug level, sends values that must stay private (a good
+/// request, a bad one, a panic-free error), and returns every log line.
+async fn logs_of_a_run(extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--only",
+        "echo-service",
+        "--log-level",
+        "debug",
+        "--pulsar-api-key",
+        TOKEN,
+    ];
+    args.extend_from_slice(extra);
+    let replica = Replica::start("echo", &args);
+    let echo = support::client("non-persistent", "echo").await;
+    let config = json!({"api_key": SECRET_CONFIG});
+    assert_eq!(
+        echo.call(&config, &json!({"text": SECRET_ARGUMENT}))
+            .await
+            .unwrap(),
+        SECRET_ARGUMENT
+    );
+    let bad = echo
+        .call(
+            &config,
+            &json!({"text": SECRET_ARGUMENT, "delay_ms": "soon"}),
+        )
+        .await;
+    assert!(matches!(bad, Err(CallError::Tool(_))), "{bad:?}");
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{lines:#?}");
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
+    let lines = logs_of_a_run(&[]).await;
+    let all = lines.join("\n");
+    for secret in [SECRET_CONFIG, SECRET_ARGUMENT, TOKEN] {
+        assert!(!all.contains(secret), "{secret} was logged:\n{all}");
+    }
+    // The request span carries the service and request id.
+    assert!(
+        lines.iter().any(
+            |line| line.contains("request{service=\"echo-service\" request_id=")
+                && line.contains("answered")
+        ),
+        "{all}"
+    );
+    assert!(all.contains("error=\"invalid-arguments\""), "{all}");
+
+    // --log-payloads opts in to config and arguments, never to the token.
+    let lines = logs_of_a_run(&["--log-payloads"]).await;
+    let all = lines.join("\n");
+    assert!(all.contains(SECRET_CONFIG), "{all}");
+    assert!(all.contains(SECRET_ARGUMENT), "{all}");
+    assert!(!all.contains(TOKEN), "the token was logged:\n{all}");
+}

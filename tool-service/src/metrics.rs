@@ -1,0 +1,492 @@
+//! Prometheus metrics of a serving process, per service.
+//!
+//! `serve` exposes them on `http://0.0.0.0:8000/metrics` by default
+//! (`--metrics-port`, `--no-metrics`), in Prometheus' text format. Names
+//! follow TrustGraph's processors where one exists, so existing dashboards
+//! keep working; `processor` is the service id:
+//!
+//! | metric | type | labels | meaning |
+//! |---|---|---|---|
+//! | `tg_dynamic_tool_service_invocation_total` | counter | `processor` | requests answered with a result (as TrustGraph's `DynamicToolService` counts) |
+//! | `tg_consumer_processing_total` | counter | `processor`, `consumer`, `status` | requests handled, `status` `ok` or `error` |
+//! | `tg_consumer_request_duration_seconds` | histogram | `processor`, `consumer` | time from taking a request to sending its last frame |
+//! | `tg_consumer_state` | gauge | `processor`, `consumer`, `tg_consumer_state` | 1 for the current state, `running` or `stopped` |
+//! | `tg_tool_service_errors_total` | counter | `processor`, `type` | error frames by error type, refusals included |
+//! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
+//!
+//! `consumer` is always `request`. Recording costs a few atomic operations
+//! per request; error counts take a lock, on errors only.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tool_service::metrics::Metrics;
+//!
+//! let metrics = Metrics::new();
+//! let joke = metrics.service("joke-service");
+//! let request = joke.start();
+//! request.finish(None, Duration::from_millis(3));
+//! joke.start().finish(Some("timeout"), Duration::from_secs(30));
+//! let text = metrics.render();
+//! assert!(text.contains("tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 1\n"));
+//! assert!(text.contains("tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"));
+//! ```
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The port TrustGraph processors serve metrics on.
+pub const DEFAULT_METRICS_PORT: u16 = 8000;
+
+/// Upper bounds of the latency histogram's buckets, in seconds: finer than
+/// TrustGraph's below 50 ms, where Rust handlers answer, and the same above.
+const BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    120.0,
+];
+
+/// The metrics of every service in a process.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    services: Mutex<Vec<Arc<ServiceMetrics>>>,
+}
+
+impl Metrics {
+    /// No services yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The metrics of the service `id`, created on first use.
+    pub fn service(&self, id: &'static str) -> Arc<ServiceMetrics> {
+        let mut services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = services.iter().find(|service| service.processor == id) {
+            return Arc::clone(found);
+        }
+        let created = Arc::new(ServiceMetrics::new(id));
+        services.push(Arc::clone(&created));
+        created
+    }
+
+    /// Everything, in Prometheus' text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let services = self
+            .services
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut out = String::new();
+        family(
+            &mut out,
+            "tg_dynamic_tool_service_invocation_total",
+            "counter",
+            "Dynamic tool service invocation count",
+            &services,
+            |out, name, service| {
+                let _ = writeln!(
+                    out,
+                    "{name}{{processor=\"{}\"}} {}",
+                    service.processor,
+                    service.ok.load(Ordering::Relaxed)
+                );
+            },
+        );
+        family(
+            &mut out,
+            "tg_consumer_processing_total",
+            "counter",
+            "Processing count",
+            &services,
+            |out, name, service| {
+                for (status, count) in [
+                    ("ok", service.ok.load(Ordering::Relaxed)),
+                    ("error", service.failed.load(Ordering::Relaxed)),
+                ] {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{processor=\"{}\",consumer=\"request\",status=\"{status}\"}} {count}",
+                        service.processor
+                    );
+                }
+            },
+        );
+        family(
+            &mut out,
+            "tg_consumer_request_duration_seconds",
+            "histogram",
+            "Request latency (seconds)",
+            &services,
+            |out, name, service| service.latency.render(out, name, service.processor),
+        );
+        family(
+            &mut out,
+            "tg_consumer_state",
+            "gauge",
+            "Consumer state",
+            &services,
+            |out, name, service| {
+                let running = service.running.load(Ordering::Relaxed);
+                for (state, on) in [("stopped", !running), ("running", running)] {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{processor=\"{}\",consumer=\"request\",{name}=\"{state}\"}} {}",
+                        service.processor,
+                        u8::from(on)
+                    );
+                }
+            },
+        );
+        family(
+            &mut out,
+            "tg_tool_service_errors_total",
+            "counter",
+            "Error frames sent, by error type",
+            &services,
+            |out, name, service| {
+                let errors = service
+                    .errors
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                for (kind, count) in errors.iter() {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{processor=\"{}\",type=\"{}\"}} {count}",
+                        service.processor,
+                        escape(kind)
+                    );
+                }
+            },
+        );
+        family(
+            &mut out,
+            "tg_tool_service_in_flight",
+            "gauge",
+            "Requests being handled",
+            &services,
+            |out, name, service| {
+                let _ = writeln!(
+                    out,
+                    "{name}{{processor=\"{}\"}} {}",
+                    service.processor,
+                    service.in_flight.load(Ordering::Relaxed)
+                );
+            },
+        );
+        out
+    }
+}
+
+fn family(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    services: &[Arc<ServiceMetrics>],
+    mut samples: impl FnMut(&mut String, &str, &ServiceMetrics),
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for service in services {
+        samples(out, name, service);
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The metrics of one service.
+#[derive(Debug)]
+pub struct ServiceMetrics {
+    processor: &'static str,
+    ok: AtomicU64,
+    failed: AtomicU64,
+    in_flight: AtomicI64,
+    running: AtomicBool,
+    latency: Histogram,
+    errors: Mutex<Vec<(String, u64)>>,
+}
+
+impl ServiceMetrics {
+    fn new(processor: &'static str) -> Self {
+        Self {
+            processor,
+            ok: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            in_flight: AtomicI64::new(0),
+            running: AtomicBool::new(false),
+            latency: Histogram::default(),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A request is being handled; count it as in flight until the returned
+    /// guard is finished or dropped.
+    pub fn start(self: &Arc<Self>) -> InFlight {
+        let _ = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight {
+            service: Arc::clone(self),
+        }
+    }
+
+    /// Counts a request answered at once without running the handler
+    /// (`overloaded`, `unavailable`).
+    pub fn refused(&self, kind: &str) {
+        self.count_error(kind);
+    }
+
+    /// Marks the service's consumer as running or stopped.
+    pub fn set_running(&self, running: bool) {
+        self.running.store(running, Ordering::Relaxed);
+    }
+
+    fn count_error(&self, kind: &str) {
+        let mut errors = self.errors.lock().unwrap_or_else(PoisonError::into_inner);
+        match errors.iter_mut().find(|(known, _)| known == kind) {
+            Some((_, count)) => *count += 1,
+            None => errors.push((kind.to_owned(), 1)),
+        }
+    }
+}
+
+/// One request in flight; see [`ServiceMetrics::start`].
+#[derive(Debug)]
+#[must_use = "the request counts as in flight until finished"]
+pub struct InFlight {
+    service: Arc<ServiceMetrics>,
+}
+
+impl InFlight {
+    /// The request was answered: with a result (`error` is `None`) or with
+    /// an error frame of type `error`, `elapsed` after it was taken.
+    pub fn finish(self, error: Option<&str>, elapsed: Duration) {
+        let service = &self.service;
+        match error {
+            None => {
+                let _ = service.ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(kind) => {
+                let _ = service.failed.fetch_add(1, Ordering::Relaxed);
+                service.count_error(kind);
+            }
+        }
+        service.latency.observe(elapsed);
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let _ = self.service.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A latency histogram with fixed buckets.
+#[derive(Debug, Default)]
+struct Histogram {
+    /// Observations per bucket (not cumulative); the last is `+Inf` only.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let index = BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(BUCKETS.len());
+        let _ = self.buckets[index].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, processor: &str) {
+        let mut cumulative = 0;
+        let labels = format!("processor=\"{processor}\",consumer=\"request\"");
+        for (index, count) in self.buckets.iter().enumerate() {
+            cumulative += count.load(Ordering::Relaxed);
+            let bound = BUCKETS
+                .get(index)
+                .map_or_else(|| String::from("+Inf"), ToString::to_string);
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {cumulative}");
+        }
+        let sum = Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed)).as_secs_f64();
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {cumulative}");
+    }
+}
+
+/// Binds the metrics endpoint; `0.0.0.0` and port 0 pick any address/port.
+///
+/// # Errors
+/// The address cannot be bound (usually: the port is in use).
+pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(address).await
+}
+
+/// Answers `GET /metrics` (and `GET /`) on `listener` with
+/// [`Metrics::render`] until the returned future is dropped.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_service::metrics::{self, Metrics};
+///
+/// # async fn demo() -> std::io::Result<()> {
+/// let metrics = Arc::new(Metrics::new());
+/// let listener = metrics::bind("127.0.0.1:9100".parse().unwrap()).await?;
+/// tokio::spawn(metrics::serve_metrics(listener, Arc::clone(&metrics)));
+/// # Ok(()) }
+/// ```
+pub async fn serve_metrics(listener: TcpListener, metrics: Arc<Metrics>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let metrics = Arc::clone(&metrics);
+                drop(tokio::spawn(async move {
+                    let exchange = answer(stream, &metrics);
+                    if tokio::time::timeout(Duration::from_secs(10), exchange)
+                        .await
+                        .is_err()
+                    {
+                        tracing::debug!("a metrics client was too slow");
+                    }
+                }));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot accept a metrics connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Reads one HTTP request head and answers it; the connection then closes.
+async fn answer(mut stream: TcpStream, metrics: &Metrics) {
+    let mut head = Vec::with_capacity(512);
+    let mut buffer = [0u8; 1024];
+    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buffer[..n]),
+        }
+        if head.len() > 16 * 1024 {
+            return respond(&mut stream, "431 Request Header Fields Too Large", "").await;
+        }
+    }
+    let line = head.split(|byte| *byte == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|byte| *byte == b' ');
+    let (method, target) = (parts.next(), parts.next());
+    let path = target.map(|target| {
+        target
+            .split(|byte| *byte == b'?')
+            .next()
+            .unwrap_or_default()
+    });
+    match (method, path) {
+        (Some(b"GET"), Some(b"/metrics" | b"/")) => {
+            respond(&mut stream, "200 OK", &metrics.render()).await;
+        }
+        (Some(b"GET"), _) => respond(&mut stream, "404 Not Found", "try /metrics\n").await,
+        _ => respond(&mut stream, "405 Method Not Allowed", "").await,
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, body: &str) {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if stream.write_all(head.as_bytes()).await.is_ok() {
+        let _ = stream.write_all(body.as_bytes()).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_histogram_and_gauges() {
+        let metrics = Metrics::new();
+        let joke = metrics.service("joke-service");
+        joke.set_running(true);
+        joke.start().finish(None, Duration::from_micros(300));
+        joke.start().finish(None, Duration::from_millis(40));
+        joke.start()
+            .finish(Some("tool-service-error"), Duration::from_secs(200));
+        joke.refused("overloaded");
+        let running = joke.start();
+        assert!(Arc::ptr_eq(&joke, &metrics.service("joke-service")));
+        let text = metrics.render();
+        for line in [
+            "# TYPE tg_dynamic_tool_service_invocation_total counter",
+            "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 2",
+            "tg_consumer_processing_total{processor=\"joke-service\",consumer=\"request\",status=\"ok\"} 2",
+            "tg_consumer_processing_total{processor=\"joke-service\",consumer=\"request\",status=\"error\"} 1",
+            "# TYPE tg_consumer_request_duration_seconds histogram",
+            "tg_consumer_request_duration_seconds_bucket{processor=\"joke-service\",consumer=\"request\",le=\"0.0005\"} 1",
+            "tg_consumer_request_duration_seconds_bucket{processor=\"joke-service\",consumer=\"request\",le=\"0.05\"} 2",
+            "tg_consumer_request_duration_seconds_bucket{processor=\"joke-service\",consumer=\"request\",le=\"120\"} 2",
+            "tg_consumer_request_duration_seconds_bucket{processor=\"joke-service\",consumer=\"request\",le=\"+Inf\"} 3",
+            "tg_consumer_request_duration_seconds_count{processor=\"joke-service\",consumer=\"request\"} 3",
+            "tg_consumer_request_duration_seconds_sum{processor=\"joke-service\",consumer=\"request\"} 200.0403",
+            "tg_consumer_state{processor=\"joke-service\",consumer=\"request\",tg_consumer_state=\"running\"} 1",
+            "tg_consumer_state{processor=\"joke-service\",consumer=\"request\",tg_consumer_state=\"stopped\"} 0",
+            "tg_tool_service_errors_total{processor=\"joke-service\",type=\"tool-service-error\"} 1",
+            "tg_tool_service_errors_total{processor=\"joke-service\",type=\"overloaded\"} 1",
+            "tg_tool_service_in_flight{processor=\"joke-service\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|candidate| candidate == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        drop(running);
+        assert!(metrics
+            .render()
+            .contains("tg_tool_service_in_flight{processor=\"joke-service\"} 0\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[tokio::test]
+    async fn answers_get_metrics_over_http() {
+        let metrics = Arc::new(Metrics::new());
+        metrics
+            .service("echo-service")
+            .start()
+            .finish(None, Duration::ZERO);
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve_metrics(listener, Arc::clone(&metrics)));
+        let get = |request: &'static str| async move {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut response = String::new();
+            let _ = stream.read_to_string(&mut response).await.unwrap();
+            response
+        };
+        let response = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+        assert!(response.contains("text/plain; version=0.0.4"));
+        assert!(response.ends_with("tg_tool_service_in_flight{processor=\"echo-service\"} 0\n"));
+        let response = get("GET /other HTTP/1.0\r\n\r\n").await;
+        assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+        let response = get("POST /metrics HTTP/1.1\r\n\r\n").await;
+        assert!(response.starts_with("HTTP/1.1 405"), "{response}");
+        server.abort();
+    }
+}
