@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz the request envelope and the typed decode path with cargo-fuzz
 # (libFuzzer). Targets live in fuzz/fuzz_targets/, committed seed inputs in
-# fuzz/seeds/<target>/; the growing corpus (fuzz/corpus/), crash inputs
-# (fuzz/artifacts/) and logs (fuzz/target/fuzz-logs/) are not committed.
+# fuzz/seeds/<target>/ and a JSON dictionary in fuzz/json.dict; the growing
+# corpus (fuzz/corpus/), crash inputs (fuzz/artifacts/) and logs
+# (fuzz/target/fuzz-logs/) are not committed.
 #
 # Usage:
 #   scripts/fuzz.sh                        # short run: 60 s per target
@@ -69,7 +70,7 @@ for target in "${targets[@]}"; do
     rc=0
     nice -n "$niceness" cargo +nightly fuzz run "$target" "$corpus" -- \
         -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb="$rss_mb" \
-        -timeout="$timeout" -print_final_stats=1 -artifact_prefix="$artifacts/" \
+        -timeout="$timeout" -print_final_stats=1 -artifact_prefix="$artifacts/" -dict=json.dict \
         "${extra_args[@]}" >"$log" 2>&1 || rc=$?
     after="$(find "$artifacts" -type f | wc -l)"
 

@@ -24,6 +24,10 @@
 #   PULSAR_JAVA_OPTS="-Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m"
 #   PULSAR_TENANT=tg  PULSAR_NAMESPACES="request response notify flow"
 #   PULSAR_FRESH=1                       wipe data before starting
+#   PULSAR_EXTRA_CONF=FILE               appended to the broker config (e.g. token
+#                                        authentication and a TLS port)
+#   PULSAR_ADMIN_TOKEN=TOKEN             token for the admin API calls made here,
+#                                        when the broker requires authentication
 set -euo pipefail
 
 PULSAR_VERSION="${PULSAR_VERSION:-3.0.7}"
@@ -50,6 +54,8 @@ LOG4J_FILE="$PULSAR_DATA/log4j2.xml"
 SERVICE_URL="pulsar://127.0.0.1:$PULSAR_PORT"
 HTTP_URL="http://127.0.0.1:$PULSAR_HTTP_PORT"
 MAIN_CLASS="org.apache.pulsar.PulsarStandaloneStarter"
+ADMIN_AUTH=()
+[ -n "${PULSAR_ADMIN_TOKEN:-}" ] && ADMIN_AUTH=(-H "Authorization: Bearer $PULSAR_ADMIN_TOKEN")
 
 log() { echo "pulsar.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -118,7 +124,7 @@ running_pid() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-http_ok() { curl -sf -m 5 -o /dev/null "$HTTP_URL$1"; }
+http_ok() { curl -sf -m 5 -o /dev/null "${ADMIN_AUTH[@]}" "$HTTP_URL$1"; }
 
 # Broker answers on both ports and its admin API reports the cluster.
 answering() { port_open "$PULSAR_PORT" && http_ok /admin/v2/clusters; }
@@ -155,6 +161,10 @@ dbStorage_readAheadCacheMaxSizeMb=32
 diskUsageThreshold=0.999
 diskUsageWarnThreshold=0.99
 EOF
+  if [ -n "${PULSAR_EXTRA_CONF:-}" ]; then
+    [ -f "$PULSAR_EXTRA_CONF" ] || die "PULSAR_EXTRA_CONF: $PULSAR_EXTRA_CONF not found"
+    { echo "# from $PULSAR_EXTRA_CONF"; cat "$PULSAR_EXTRA_CONF"; } >> "$CONF_FILE"
+  fi
   cat > "$LOG4J_FILE" <<EOF
 <Configuration status="warn">
   <Appenders>
@@ -176,7 +186,7 @@ EOF
 # PUT an admin resource; 2xx and 409 (already exists) both count as done.
 admin_put() {
   local code
-  code="$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X PUT \
+  code="$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X PUT "${ADMIN_AUTH[@]}" \
     -H 'Content-Type: application/json' ${2:+-d "$2"} "$HTTP_URL$1" || true)"
   [[ "$code" == 2* || "$code" == 409 ]]
 }

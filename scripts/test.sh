@@ -15,6 +15,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> build (examples included)" >&2
 cargo build --workspace --all-targets --locked
 
+# The TLS/token test makes its keys and certificates with openssl.
+if ! command -v openssl >/dev/null; then
+  [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl
+fi
+
 source scripts/broker-env.sh
 TOOL_SERVICE_PEER_PYTHON="$(scripts/python-peer.sh)"
 export TOOL_SERVICE_PEER_PYTHON

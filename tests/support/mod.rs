@@ -154,7 +154,13 @@ impl Replica {
 
     /// Starts `example serve ARGS…` on the broker at `url`, without waiting.
     pub fn spawn_at(url: &str, name: &str, args: &[&str]) -> Self {
+        Self::spawn_with_env(url, name, args, &[])
+    }
+
+    /// [`Self::spawn_at`] with extra environment variables.
+    pub fn spawn_with_env(url: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(example(name))
+            .envs(env.iter().copied())
             .arg("serve")
             .args(["--pulsar-host", url])
             // Any free port, so replicas can run side by side; a test's own
@@ -225,6 +231,64 @@ impl Drop for Replica {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A standalone broker of a test's own, on other ports than the shared one
+/// (via `scripts/pulsar.sh`); stopped when dropped.
+pub struct PrivateBroker {
+    env: Vec<(String, String)>,
+}
+
+impl PrivateBroker {
+    /// Starts a fresh broker on `port` (HTTP on `port + 1430`, bookie on
+    /// `port - 3469`, data under /tmp), with extra `scripts/pulsar.sh`
+    /// environment such as `PULSAR_EXTRA_CONF`.
+    pub fn start(port: u16, extra: &[(&str, &str)]) -> Self {
+        let mut env: Vec<(String, String)> = vec![
+            ("PULSAR_PORT".into(), port.to_string()),
+            ("PULSAR_HTTP_PORT".into(), (port + 1430).to_string()),
+            ("PULSAR_BOOKIE_PORT".into(), (port - 3469).to_string()),
+            (
+                "PULSAR_DATA".into(),
+                format!("/tmp/tool-service-pulsar-test-{port}"),
+            ),
+        ];
+        env.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        let broker = Self { env };
+        // Fresh data the first time; a later `run("start")` is a restart.
+        broker.run_with("start", &[("PULSAR_FRESH", "1")]);
+        broker
+    }
+
+    /// Runs `scripts/pulsar.sh ACTION` for this broker.
+    pub fn run(&self, action: &str) {
+        self.run_with(action, &[]);
+    }
+
+    fn run_with(&self, action: &str, extra: &[(&str, &str)]) {
+        let script = format!("{}/scripts/pulsar.sh", env!("CARGO_MANIFEST_DIR"));
+        let output = Command::new("bash")
+            .args([&script, action])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(extra.iter().copied())
+            .output()
+            .expect("run scripts/pulsar.sh");
+        assert!(
+            output.status.success(),
+            "scripts/pulsar.sh {action} failed (it needs Java 17 and Maven, see README):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+impl Drop for PrivateBroker {
+    fn drop(&mut self) {
+        self.run("stop");
     }
 }
 

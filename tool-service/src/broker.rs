@@ -2,6 +2,7 @@
 //! process.
 
 use std::fmt;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pulsar::{
@@ -131,7 +132,14 @@ impl BrokerOptions {
             let error = match self.probe().await {
                 Ok(()) => match self.connect().await {
                     Ok(pulsar) => return Ok(pulsar),
-                    Err(error) => error,
+                    Err(error) => match refusal(&error) {
+                        // The broker refused our credentials or we refused
+                        // its certificate: trying again cannot help.
+                        Some(cause) => {
+                            return Err(pulsar::Error::Custom(self.explain_refusal(&cause)))
+                        }
+                        None => error,
+                    },
                 },
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
@@ -142,6 +150,21 @@ impl BrokerOptions {
             }
             backoff = (backoff * 2).min(self.max_backoff);
         }
+    }
+
+    /// What to change after a refusal whose client-reported cause is `cause`.
+    fn explain_refusal(&self, cause: &str) -> String {
+        let hint = if cause.contains("ertificate") {
+            match &self.tls_ca_file {
+                None => String::from("the broker's TLS certificate is not trusted: pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)"),
+                Some(path) => format!("the broker's TLS certificate is not trusted by the CA in {}, or does not name this host", path.display()),
+            }
+        } else if self.api_key.is_none() {
+            String::from("the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY)")
+        } else {
+            String::from("the broker rejected the token given with --pulsar-api-key (or PULSAR_API_KEY): it is wrong, expired, or signed with another key")
+        };
+        format!("{hint} (the Pulsar client reported: {cause})")
     }
 
     /// Opens and closes a TCP connection to the first broker address.
@@ -164,6 +187,79 @@ impl BrokerOptions {
             )),
         }
     }
+}
+
+/// The client's detail when it gave up on the broker for good because of
+/// authentication or a TLS certificate (not a network error, and not a
+/// broker that is still starting).
+fn refusal(error: &pulsar::Error) -> Option<String> {
+    // The client has no error variant for it: it says so in the message, and
+    // logs the detail (see `forward_client_logs`).
+    if !error
+        .to_string()
+        .contains("fatal error when connecting to the Pulsar server")
+    {
+        return None;
+    }
+    take_refusal().filter(|cause| cause.contains("Authentication") || cause.contains("ertificate"))
+}
+
+/// A client error as a sentence: its own message, without the `error: `
+/// that the client puts before messages of its own.
+pub(crate) fn describe(error: &pulsar::Error) -> String {
+    match error {
+        pulsar::Error::Custom(message) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The detail the Pulsar client logged for its last refused connection.
+static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
+
+fn take_refusal() -> Option<String> {
+    REFUSAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
+/// Forwards the Pulsar client's warnings and errors (it logs through the
+/// `log` crate) into `tracing`, and keeps the detail of a refused connection
+/// for the start-up error. Lower levels stay off: the client's trace output
+/// would include the authentication token. Does nothing if the process has
+/// a `log` logger already.
+pub(crate) fn forward_client_logs() {
+    if log::set_logger(&ClientLog).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
+}
+
+struct ClientLog;
+
+impl log::Log for ClientLog {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Warn
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let message = record.args().to_string();
+        if let Some(detail) = message.strip_prefix("connection error, not retryable: ") {
+            *REFUSAL
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(detail.to_owned());
+        }
+        let target = record.target();
+        if record.level() == log::Level::Error {
+            tracing::error!(client = target, "{message}");
+        } else {
+            tracing::warn!(client = target, "{message}");
+        }
+    }
+
+    fn flush(&self) {}
 }
 
 /// A producer that waits for room instead of failing with `SlowDown` when

@@ -234,6 +234,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
+    crate::broker::forward_client_logs();
     if let Some(listener) = &args.pulsar_listener {
         return Err(format!(
             "--pulsar-listener {listener}: advertised listener names are not supported by this Pulsar client; connect to the listener's address directly"

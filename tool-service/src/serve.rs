@@ -158,7 +158,7 @@ pub enum ServeError {
     #[error("no tool services are registered in this binary")]
     NothingToServe,
     /// The broker could not be reached before shutdown.
-    #[error("cannot connect to the Pulsar broker at {url}: {source}")]
+    #[error("cannot connect to the Pulsar broker at {url}: {}", crate::broker::describe(.source))]
     Connect {
         /// The broker URL.
         url: String,
