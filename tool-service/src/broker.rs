@@ -45,7 +45,7 @@ impl BrokerOptions {
             url: url.into(),
             api_key: None,
             tls_ca_file: None,
-            max_backoff: Duration::from_secs(10),
+            max_backoff: Duration::from_secs(3),
         }
     }
 
@@ -61,7 +61,7 @@ impl BrokerOptions {
         self
     }
 
-    /// The longest wait between two connection attempts (default 10 s).
+    /// The longest wait between two connection attempts (default 3 s).
     pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
         self.max_backoff = max_backoff;
         self
