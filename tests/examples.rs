@@ -204,3 +204,17 @@ fn list_names_queues_and_tools() {
     assert!(text.contains("tool      query-customers"));
     assert!(text.contains("tool      query-products"));
 }
+
+#[test]
+fn call_holds_a_service_to_its_timeout_attribute() {
+    let output = std::process::Command::new(support::example("echo"))
+        .args(["call", "wait", "--args", r#"{"ms": 60000}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains(r#""type":"timeout""#) && stdout.contains("within 2s"),
+        "{stdout}"
+    );
+}

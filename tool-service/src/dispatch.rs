@@ -181,7 +181,7 @@ pub async fn run<S: FrameSink + Send>(
     run_within(service, id, request, None, sink).await
 }
 
-async fn run_within<S: FrameSink + Send>(
+pub(crate) async fn run_within<S: FrameSink + Send>(
     service: Service,
     id: &str,
     mut request: Request,

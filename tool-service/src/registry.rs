@@ -337,7 +337,8 @@ impl Registry {
     ///
     /// For a tool, its preset config values are sent, with the keys of
     /// `request.config` (when it is a JSON object) laid over them, as the
-    /// agent would send them.
+    /// agent would send them. A service with a `timeout` attribute is held
+    /// to it (which needs a Tokio runtime with the time driver).
     ///
     /// ```
     /// use tool_service::{tool_service, wire::Request, Registry};
@@ -387,7 +388,8 @@ impl Registry {
             });
         };
         let mut frames = Vec::new();
-        match dispatch::run(service, id, request, &mut frames).await {
+        // The service's own timeout applies, as in `serve`.
+        match dispatch::run_within(service, id, request, service.timeout(), &mut frames).await {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
         }
