@@ -70,7 +70,7 @@ for target in "${targets[@]}"; do
     rc=0
     nice -n "$niceness" cargo +nightly fuzz run "$target" "$corpus" -- \
         -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb="$rss_mb" \
-        -timeout="$timeout" -print_final_stats=1 -artifact_prefix="$artifacts/" -dict=json.dict \
+        -timeout="$timeout" -print_final_stats=1 -dict=json.dict \
         "${extra_args[@]}" >"$log" 2>&1 || rc=$?
     after="$(find "$artifacts" -type f | wc -l)"
 

@@ -83,7 +83,14 @@ pub fn arguments_schema<S: ServiceTypes>() -> schemars::Schema {
 
 /// Checks that a preset's config values decode as the service's config type.
 pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
-    decode_object::<S::Config>(text, "config", ToolError::INVALID_CONFIG).map(drop)
+    // Preset values come from the source code, so they may be quoted.
+    crate::dispatch::decode_quoting::<S::Config>(
+        text,
+        "config",
+        ToolError::INVALID_CONFIG,
+        crate::dispatch::QUOTED_ARGUMENT,
+    )
+    .map(drop)
 }
 
 /// Compile-time check, spanned on the user's return type: the error of a
