@@ -17,7 +17,6 @@
 #   FUZZ_TIMEOUT   seconds one input may take before it counts as a hang (default 10)
 #   FUZZ_NICE      niceness of the fuzzer (default 10; the machine is shared)
 #   FUZZ_ARGS      extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
-#   TOOL_SERVICE_FUZZ_STRICT=1  dispatch: also bound invalid-config/-arguments messages
 #
 # Needs the nightly toolchain (`rustup toolchain install nightly`); installs
 # cargo-fuzz when it is missing. Prints one summary line per target and exits
