@@ -28,15 +28,13 @@ type Outcomes = Arc<Mutex<Vec<(Instant, bool)>>>;
 async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     let broker = PrivateBroker::start(16650, &[]);
     let mut replica = Replica::start_at(URL, "echo", &["--only", "echo-service"]);
-    let pulsar = BrokerOptions::new(URL).connect().await.unwrap();
-    let client = ToolClient::connect(
-        &pulsar,
-        "non-persistent://tg/request/echo",
-        "non-persistent://tg/response/echo",
+    let client = support::client_on(
+        &BrokerOptions::new(URL),
+        "non-persistent",
+        "echo",
+        Duration::from_secs(2),
     )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(2));
+    .await;
     assert!(
         call_once(&client, "before").await,
         "the service answers before the restart"

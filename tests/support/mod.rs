@@ -10,8 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::pulsar::{producer, Consumer, Producer, Pulsar, SubType, TokioExecutor};
+use tool_service::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
 use tool_service::serve::{ServeOptions, Serving};
 use tool_service::wire::Frame;
 use tool_service::Registry;
@@ -54,7 +53,19 @@ pub async fn connect() -> Pulsar<TokioExecutor> {
 /// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
 /// test broker, with a 30 s timeout.
 pub async fn client(persistence: &str, topic: &str) -> tool_service::client::ToolClient {
-    let pulsar = connect().await;
+    let options = tool_service::broker::BrokerOptions::new(require_broker());
+    client_on(&options, persistence, topic, Duration::from_secs(30)).await
+}
+
+/// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
+/// broker `options` describe, with the given timeout.
+pub async fn client_on(
+    options: &tool_service::broker::BrokerOptions,
+    persistence: &str,
+    topic: &str,
+    timeout: Duration,
+) -> tool_service::client::ToolClient {
+    let pulsar = options.connect().await.expect("connect to the broker");
     tool_service::client::ToolClient::connect(
         &pulsar,
         &format!("{persistence}://tg/request/{topic}"),
@@ -62,7 +73,7 @@ pub async fn client(persistence: &str, topic: &str) -> tool_service::client::Too
     )
     .await
     .expect("open the service's topics")
-    .with_timeout(Duration::from_secs(30))
+    .with_timeout(timeout)
 }
 
 /// Services of this test binary served in-process; stops when dropped.
@@ -328,15 +339,12 @@ impl RawTopic {
     /// `{persistence}://tg/request/{topic}` and `…/response/{topic}`.
     pub async fn open(persistence: &str, topic: &str) -> Self {
         let pulsar = connect().await;
-        let consumer = pulsar
-            .consumer()
-            .with_topic(format!("{persistence}://tg/response/{topic}"))
-            .with_subscription(format!("raw-{}-{}", std::process::id(), uuid_like()))
-            .with_subscription_type(SubType::Exclusive)
-            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
-            .build()
-            .await
-            .expect("subscribe to the response topic");
+        let consumer = tool_service::broker::subscribe_own(
+            &pulsar,
+            &format!("{persistence}://tg/response/{topic}"),
+        )
+        .await
+        .expect("subscribe to the response topic");
         let producer = pulsar
             .producer()
             .with_topic(format!("{persistence}://tg/request/{topic}"))
@@ -396,11 +404,4 @@ impl RawTopic {
             }
         }
     }
-}
-
-fn uuid_like() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or_default()
 }

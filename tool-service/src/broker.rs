@@ -262,6 +262,40 @@ impl log::Log for ClientLog {
     fn flush(&self) {}
 }
 
+/// Subscribes to `topic` on a subscription of its own (Exclusive,
+/// non-durable, from the latest message): it sees every message published
+/// from now on, whoever else reads the topic. This is how a caller reads a
+/// response topic that many callers share.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), tool_service::pulsar::Error> {
+/// use tool_service::broker::{subscribe_own, BrokerOptions};
+///
+/// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
+/// let responses = subscribe_own(&pulsar, "non-persistent://tg/response/joke").await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// The client's error when the topic cannot be subscribed.
+pub async fn subscribe_own(
+    pulsar: &Pulsar<TokioExecutor>,
+    topic: &str,
+) -> Result<pulsar::Consumer<Vec<u8>, TokioExecutor>, pulsar::Error> {
+    pulsar
+        .consumer()
+        .with_topic(topic)
+        .with_subscription(format!("tool-client-{}", uuid::Uuid::new_v4()))
+        .with_subscription_type(pulsar::SubType::Exclusive)
+        .with_options(
+            pulsar::consumer::ConsumerOptions::default()
+                .durable(false)
+                .with_initial_position(pulsar::consumer::InitialPosition::Latest),
+        )
+        .build()
+        .await
+}
+
 /// A producer that waits for room instead of failing with `SlowDown` when
 /// its queue is full.
 pub(crate) async fn producer(

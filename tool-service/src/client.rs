@@ -10,9 +10,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::producer::Producer;
-use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
+use pulsar::{Consumer, Pulsar, TokioExecutor};
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
@@ -97,19 +96,7 @@ impl ToolClient {
         request_queue: &str,
         response_queue: &str,
     ) -> Result<Self, pulsar::Error> {
-        let subscription = format!("tool-client-{}", uuid::Uuid::new_v4());
-        let consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
-            .consumer()
-            .with_topic(response_queue)
-            .with_subscription(subscription)
-            .with_subscription_type(SubType::Exclusive)
-            .with_options(
-                ConsumerOptions::default()
-                    .durable(false)
-                    .with_initial_position(InitialPosition::Latest),
-            )
-            .build()
-            .await?;
+        let consumer = crate::broker::subscribe_own(pulsar, response_queue).await?;
         let producer = crate::broker::producer(pulsar, request_queue).await?;
         // Topic lookups may have opened connections of their own.
         crate::nodelay::apply();

@@ -31,7 +31,7 @@
 //! assert!(text.contains("tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"));
 //! ```
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -88,12 +88,7 @@ impl Metrics {
             "Dynamic tool service invocation count",
             &services,
             |out, name, service| {
-                let _ = writeln!(
-                    out,
-                    "{name}{{processor=\"{}\"}} {}",
-                    service.processor,
-                    service.ok.load(Ordering::Relaxed)
-                );
+                per_processor(out, name, service, service.ok.load(Ordering::Relaxed));
             },
         );
         family(
@@ -169,11 +164,11 @@ impl Metrics {
             "Requests being handled",
             &services,
             |out, name, service| {
-                let _ = writeln!(
+                per_processor(
                     out,
-                    "{name}{{processor=\"{}\"}} {}",
-                    service.processor,
-                    service.in_flight.load(Ordering::Relaxed)
+                    name,
+                    service,
+                    service.in_flight.load(Ordering::Relaxed),
                 );
             },
         );
@@ -194,6 +189,11 @@ fn family(
     for service in services {
         samples(out, name, service);
     }
+}
+
+/// One sample labelled with the service only.
+fn per_processor(out: &mut String, name: &str, service: &ServiceMetrics, value: impl fmt::Display) {
+    let _ = writeln!(out, "{name}{{processor=\"{}\"}} {value}", service.processor);
 }
 
 /// A label value with `\`, `"` and newlines escaped.

@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::json;
 use tokio::sync::Semaphore;
-use tool_service::broker::BrokerOptions;
-use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::pulsar::{producer, Consumer, SubType, TokioExecutor};
+use tool_service::broker::{subscribe_own, BrokerOptions};
+use tool_service::pulsar::producer;
 use tool_service::wire::{Frame, Request};
 use tool_service_bench::arg;
 
@@ -59,18 +58,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prefix = format!("soak-{run}-");
 
     let pulsar = BrokerOptions::new(url).connect().await?;
-    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
-        .consumer()
-        .with_topic(format!("non-persistent://tg/response/{topic}"))
-        .with_subscription(format!("soak-{run}"))
-        .with_subscription_type(SubType::Exclusive)
-        .with_options(
-            ConsumerOptions::default()
-                .durable(false)
-                .with_initial_position(InitialPosition::Latest),
-        )
-        .build()
-        .await?;
+    let mut consumer =
+        subscribe_own(&pulsar, &format!("non-persistent://tg/response/{topic}")).await?;
     let mut requests_out = pulsar
         .producer()
         .with_topic(format!("non-persistent://tg/request/{topic}"))
