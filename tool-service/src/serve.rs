@@ -276,7 +276,20 @@ pub struct Serving {
     workers: Vec<Worker>,
     grace_period: Duration,
     metrics: Arc<Metrics>,
-    metrics_endpoint: Option<(SocketAddr, tokio::task::JoinHandle<()>)>,
+    metrics_endpoint: Option<MetricsEndpoint>,
+}
+
+/// The metrics server task; stopped when dropped (also when start-up fails
+/// after it was bound).
+struct MetricsEndpoint {
+    address: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }
 
 impl std::fmt::Debug for Serving {
@@ -326,7 +339,10 @@ impl Serving {
                     listener,
                     Arc::clone(&metrics),
                 ));
-                Some((bound, server))
+                Some(MetricsEndpoint {
+                    address: bound,
+                    server,
+                })
             }
             None => None,
         };
@@ -372,21 +388,29 @@ impl Serving {
 
     /// Where metrics are served (with the port chosen when 0 was asked for).
     pub fn metrics_address(&self) -> Option<SocketAddr> {
-        self.metrics_endpoint.as_ref().map(|(address, _)| *address)
+        self.metrics_endpoint
+            .as_ref()
+            .map(|endpoint| endpoint.address)
     }
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish
     /// within the grace period, closes consumers and producers, and reports
     /// per service.
     pub async fn run_until(
-        mut self,
+        self,
         shutdown: impl Future<Output = ()>,
     ) -> HashMap<&'static str, ServiceReport> {
+        // Metrics stay served until the last report is in.
+        let Self {
+            workers,
+            grace_period: grace,
+            metrics_endpoint: _metrics_endpoint,
+            ..
+        } = self;
         let (stop, stopped) = watch::channel(false);
         let mut running = JoinSet::new();
-        for worker in std::mem::take(&mut self.workers) {
+        for worker in workers {
             let stopped = stopped.clone();
-            let grace = self.grace_period;
             running.spawn(async move { (worker.service.id(), worker.run(stopped, grace).await) });
         }
         let collect = async {
@@ -409,14 +433,6 @@ impl Serving {
                 let _ = stop.send(true);
                 collect.await
             }
-        }
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        if let Some((_, server)) = &self.metrics_endpoint {
-            server.abort();
         }
     }
 }
@@ -849,6 +865,37 @@ mod tests {
         assert!(options.only.is_empty());
         assert_eq!(DEFAULT_CONCURRENCY, 64);
         assert_eq!(options.timeout, DEFAULT_TIMEOUT);
+    }
+
+    /// Says "hi".
+    #[crate::tool_service(topic = "serve-tests-hi")]
+    async fn hi() -> &'static str {
+        "hi"
+    }
+
+    #[tokio::test]
+    async fn a_failed_start_closes_the_metrics_port() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let registry = Registry::collect().unwrap();
+        // Port 9 (discard) on loopback is closed on these machines.
+        let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
+        options.only = vec![String::from("serve-tests-hi-service")];
+        options.metrics = Some(SocketAddr::from(([127, 0, 0, 1], port)));
+        let started = Serving::start(
+            &registry,
+            &options,
+            tokio::time::sleep(Duration::from_millis(200)),
+        )
+        .await;
+        assert!(matches!(started, Err(ServeError::Connect { .. })));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "the metrics port is still open"
+        );
     }
 
     #[test]
