@@ -413,6 +413,55 @@ mod tests {
         );
     }
 
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let mut all = vec!["bin", "serve"];
+        all.extend_from_slice(args);
+        match Cli::try_parse_from(all).unwrap().command {
+            Some(Command::Serve(args)) => args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn repeated_flags_add_up_and_single_ones_take_the_last_value() {
+        use std::time::Duration;
+        let args = serve_args(&[
+            "--only",
+            "a",
+            "--only",
+            "b",
+            "--timeout",
+            "30s",
+            "--timeout",
+            "a=250ms",
+            "--metrics-port",
+            "1",
+            "--metrics-port",
+            "2",
+            "--no-metrics",
+            "--metrics",
+        ]);
+        assert_eq!(args.only, ["a", "b"]);
+        assert_eq!(
+            args.timeout,
+            [
+                (None, Duration::from_secs(30)),
+                (Some(String::from("a")), Duration::from_millis(250))
+            ]
+        );
+        assert_eq!(args.metrics_port, 2);
+        assert!(!args.no_metrics);
+        assert!(serve_args(&["--metrics", "--no-metrics"]).no_metrics);
+        assert_eq!(serve_args(&[]).metrics_port, 8000);
+    }
+
+    #[test]
+    fn serve_rejects_a_timeout_that_is_not_a_duration() {
+        let (code, _, err) = run(&["bin", "serve", "--timeout", "echo-service=soon"]);
+        assert_eq!(code, ExitCode::from(2));
+        assert!(err.contains("`soon` is not a duration"), "{err}");
+    }
+
     #[test]
     fn serve_rejects_zero_concurrency() {
         let (code, _, err) = run(&["bin", "serve", "--concurrency", "0"]);
