@@ -227,8 +227,13 @@ fn take_refusal() -> Option<String> {
 /// `log` crate) into `tracing`, and keeps the detail of a refused connection
 /// for the start-up error. Lower levels stay off: the client's trace output
 /// would include the authentication token. Does nothing if the process has
-/// a `log` logger already.
-pub(crate) fn forward_client_logs() {
+/// a `log` logger already. `serve` from the command line calls it; call it
+/// once before [`crate::serve::serve`] to get the same start-up errors.
+///
+/// ```
+/// tool_service::broker::forward_client_logs();
+/// ```
+pub fn forward_client_logs() {
     if log::set_logger(&ClientLog).is_ok() {
         log::set_max_level(log::LevelFilter::Warn);
     }
