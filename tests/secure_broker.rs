@@ -15,7 +15,6 @@ use std::time::Duration;
 use serde_json::json;
 use support::{PrivateBroker, Replica};
 use tool_service::broker::BrokerOptions;
-use tool_service::client::ToolClient;
 
 const PLAIN_PORT: u16 = 16660;
 const TLS_PORT: u16 = 16661;
@@ -226,20 +225,10 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
         &[("PULSAR_API_KEY", token)],
     );
     tls_replica.wait_for_log(" ready", Duration::from_secs(60));
-    let pulsar = BrokerOptions::new(TLS_URL)
+    let tls = BrokerOptions::new(TLS_URL)
         .with_api_key(token)
-        .with_tls_ca_file(&material.ca)
-        .connect()
-        .await
-        .expect("the client connects with TLS and the token");
-    let echo = ToolClient::connect(
-        &pulsar,
-        "non-persistent://tg/request/echo",
-        "non-persistent://tg/response/echo",
-    )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(20));
+        .with_tls_ca_file(&material.ca);
+    let echo = support::client_on(&tls, "non-persistent", "echo", Duration::from_secs(20)).await;
     let answer = echo
         .call(&json!({}), &json!({"text": "over TLS"}))
         .await
@@ -252,19 +241,9 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
         "echo",
         &["--only", "whoami-service", "--pulsar-api-key", token],
     );
-    let pulsar = BrokerOptions::new(PLAIN_URL)
-        .with_api_key(token)
-        .connect()
-        .await
-        .unwrap();
-    let whoami = ToolClient::connect(
-        &pulsar,
-        "non-persistent://tg/request/whoami",
-        "non-persistent://tg/response/whoami",
-    )
-    .await
-    .unwrap()
-    .with_timeout(Duration::from_secs(20));
+    let plain = BrokerOptions::new(PLAIN_URL).with_api_key(token);
+    let whoami =
+        support::client_on(&plain, "non-persistent", "whoami", Duration::from_secs(20)).await;
     let answer = whoami.call(&json!({}), &json!({})).await.unwrap();
     assert!(answer.contains("whoami-service"), "{answer}");
 

@@ -568,20 +568,10 @@ impl Worker {
             .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
             .build::<Vec<u8>>()
             .await
-            .map_err(|source| ServeError::Topic {
-                service: service.id().to_owned(),
-                what: "subscribe",
-                topic: request_queue.clone(),
-                source: Box::new(source),
-            })?;
+            .map_err(|source| topic_error(service, "subscribe", &request_queue, source))?;
         let producer = crate::broker::producer(pulsar, &response_queue)
             .await
-            .map_err(|source| ServeError::Topic {
-                service: service.id().to_owned(),
-                what: "publish",
-                topic: response_queue.clone(),
-                source: Box::new(source),
-            })?;
+            .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
         // Topic lookups may have opened connections of their own.
         crate::nodelay::apply();
         tracing::info!(
@@ -799,6 +789,20 @@ impl Worker {
                 tracing::error!(service = self.service.id(), %error, "a request task failed")
             }
         }
+    }
+}
+
+fn topic_error(
+    service: Service,
+    what: &'static str,
+    topic: &str,
+    source: pulsar::Error,
+) -> ServeError {
+    ServeError::Topic {
+        service: service.id().to_owned(),
+        what,
+        topic: topic.to_owned(),
+        source: Box::new(source),
     }
 }
 
