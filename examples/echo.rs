@@ -1,16 +1,19 @@
-//! Three small services in one binary: `echo` (optionally slow), `whoami`,
-//! which says which replica answered, and `wait`, which gives up after its
-//! timeout. Handy to try `serve`, scaling out, timeouts and graceful shutdown.
+//! Four small services in one binary: `echo` (optionally slow), `whoami`,
+//! which says which replica answered, `wait`, which gives up after its
+//! timeout, and `blob`, which returns (or streams) as many bytes as asked.
+//! Handy to try `serve`, scaling out, timeouts, graceful shutdown and the
+//! broker's maximum message size.
 //!
 //! ```text
 //! cargo run --example echo -- serve
 //! cargo run --example echo -- call echo --args '{"text": "hi", "delay_ms": 200}'
+//! cargo run --example echo -- call blob --args '{"bytes": 6000000}'   # response-too-large
 //! ```
 
 use std::time::Duration;
 
 use serde::Serialize;
-use tool_service::{tool_service, Context};
+use tool_service::{tool_service, Chunks, Context, StreamClosed};
 
 /// Echo the text back.
 ///
@@ -58,6 +61,29 @@ pub async fn whoami(#[context] ctx: Context) -> Identity {
 pub async fn wait(ms: u64) -> String {
     tokio::time::sleep(Duration::from_millis(ms)).await;
     format!("waited {ms} ms")
+}
+
+/// Return a text of the given size, or stream it in chunks.
+///
+/// # Arguments
+/// * `bytes` - How many bytes of text.
+/// * `chunks` - Stream it as this many chunks of `bytes` each, then end
+///   with "done" (default: no streaming, one response of `bytes`).
+#[tool_service(topic = "blob")]
+pub async fn blob(
+    bytes: usize,
+    chunks: Option<usize>,
+    #[stream] out: Chunks,
+) -> Result<String, StreamClosed> {
+    match chunks {
+        None => Ok("x".repeat(bytes)),
+        Some(count) => {
+            for _ in 0..count {
+                out.send("x".repeat(bytes)).await?;
+            }
+            Ok(String::from("done"))
+        }
+    }
 }
 
 fn main() -> std::process::ExitCode {

@@ -144,6 +144,9 @@ fn make_material() -> Material {
     }
 }
 
+/// A maximum message size of this broker's own, below Pulsar's default.
+const MAX_MESSAGE_SIZE: usize = 3 * 1024 * 1024;
+
 fn broker_config(material: &Material) -> PathBuf {
     let dir = &material.dir;
     let config = format!(
@@ -156,7 +159,8 @@ fn broker_config(material: &Material) -> PathBuf {
          brokerServicePortTls={TLS_PORT}\n\
          tlsCertificateFilePath={cert}\n\
          tlsKeyFilePath={key}\n\
-         tlsTrustCertsFilePath={ca}\n",
+         tlsTrustCertsFilePath={ca}\n\
+         maxMessageSize={MAX_MESSAGE_SIZE}\n",
         secret = dir.join("secret.key").display(),
         admin = material.admin_token,
         cert = dir.join("broker.pem").display(),
@@ -224,7 +228,9 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
         ],
         &[("PULSAR_API_KEY", token)],
     );
-    tls_replica.wait_for_log(" ready", Duration::from_secs(60));
+    let started = tls_replica.wait_for_log(" ready", Duration::from_secs(60));
+    // The broker's own limit, learnt in the handshake (over TLS, with the token).
+    assert_said(&started, &format!("max_message_size={MAX_MESSAGE_SIZE}"));
     let tls = BrokerOptions::new(TLS_URL)
         .with_api_key(token)
         .with_tls_ca_file(&material.ca);

@@ -9,6 +9,8 @@ use pulsar::{
     Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
 };
 
+pub use crate::handshake::{BrokerInfo, HandshakeError};
+
 /// The default broker: a local standalone Pulsar.
 pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
 
@@ -116,22 +118,25 @@ impl BrokerOptions {
     }
 
     /// Connects, retrying with backoff (and saying so in the log) until the
-    /// broker answers or `give_up` completes.
+    /// broker answers or `give_up` completes. Returns the client and what
+    /// the broker said about itself (see [`Self::handshake`]).
     ///
     /// # Errors
-    /// The last connection error, when `give_up` completed first.
+    /// The last connection error, when `give_up` completed first; at once,
+    /// an error saying what to fix when the broker refuses the token or its
+    /// TLS certificate is not trusted.
     pub async fn connect_with_retry(
         &self,
         give_up: impl std::future::Future<Output = ()>,
-    ) -> Result<Pulsar<TokioExecutor>, pulsar::Error> {
+    ) -> Result<(Pulsar<TokioExecutor>, BrokerInfo), pulsar::Error> {
         tokio::pin!(give_up);
         let mut backoff = Duration::from_millis(200);
         loop {
-            // The client itself retries forever; probe first so that every
-            // failed attempt is logged and the caller can give up.
-            let error = match self.probe().await {
-                Ok(()) => match self.connect().await {
-                    Ok(pulsar) => return Ok(pulsar),
+            // The client itself retries forever; shake hands first so that
+            // every failed attempt is logged and the caller can give up.
+            let error = match self.handshake().await {
+                Ok(info) => match self.connect().await {
+                    Ok(pulsar) => return Ok((pulsar, info)),
                     Err(error) => match refusal(&error) {
                         // The broker refused our credentials or we refused
                         // its certificate: trying again cannot help.
@@ -141,6 +146,9 @@ impl BrokerOptions {
                         None => error,
                     },
                 },
+                Err(HandshakeError::Refused(cause)) => {
+                    return Err(pulsar::Error::Custom(self.explain_refusal(&cause)))
+                }
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
             tracing::warn!(url = %self.url, %error, retry_in = ?backoff, "Pulsar broker not reachable; retrying");
@@ -150,6 +158,45 @@ impl BrokerOptions {
             }
             backoff = (backoff * 2).min(self.max_backoff);
         }
+    }
+
+    /// Shakes hands with the first broker of the URL, as the client does
+    /// when it connects, and hangs up: the broker's version and its maximum
+    /// message size, or why it cannot be reached or refuses us.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tool_service::broker::BrokerOptions;
+    ///
+    /// let info = BrokerOptions::new("pulsar://127.0.0.1:6650").handshake().await?;
+    /// assert!(info.max_message_size > 0);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`HandshakeError::Unreachable`] when trying again may help,
+    /// [`HandshakeError::Refused`] when it cannot.
+    pub async fn handshake(&self) -> Result<BrokerInfo, HandshakeError> {
+        let address = broker_address(&self.url).ok_or_else(|| {
+            HandshakeError::Unreachable(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "`{}` is not a Pulsar URL such as pulsar://host:6650",
+                    self.url
+                ),
+            ))
+        })?;
+        let tls_host = self
+            .url
+            .starts_with("pulsar+ssl://")
+            .then(|| host_of(&address));
+        crate::handshake::handshake(&crate::handshake::Target {
+            address: &address,
+            tls_host,
+            tls_ca_file: self.tls_ca_file.as_deref(),
+            token: self.api_key.as_deref(),
+        })
+        .await
     }
 
     /// What to change after a refusal whose client-reported cause is `cause`.
@@ -165,27 +212,6 @@ impl BrokerOptions {
             String::from("the broker rejected the token given with --pulsar-api-key (or PULSAR_API_KEY): it is wrong, expired, or signed with another key")
         };
         format!("{hint} (the Pulsar client reported: {cause})")
-    }
-
-    /// Opens and closes a TCP connection to the first broker address.
-    async fn probe(&self) -> std::io::Result<()> {
-        let address = broker_address(&self.url).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "`{}` is not a Pulsar URL such as pulsar://host:6650",
-                    self.url
-                ),
-            )
-        })?;
-        let connect = tokio::net::TcpStream::connect(address.as_str());
-        match tokio::time::timeout(Duration::from_secs(5), connect).await {
-            Ok(result) => result.map(drop),
-            Err(_) => Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no answer from {address}"),
-            )),
-        }
     }
 }
 
@@ -348,6 +374,12 @@ pub(crate) fn message_id<T>(message: &pulsar::consumer::Message<T>) -> Option<&s
         .map(|property| property.value.as_str())
 }
 
+/// The host of a `host:port` address, without IPv6 brackets.
+fn host_of(address: &str) -> &str {
+    let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
 /// `host:port` of the first broker in a `pulsar://` or `pulsar+ssl://` URL.
 fn broker_address(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
@@ -390,6 +422,8 @@ mod tests {
         );
         assert_eq!(broker_address("pulsar://a:1,b:2").as_deref(), Some("a:1"));
         assert_eq!(broker_address("http://x"), None);
+        assert_eq!(host_of("broker.example:6651"), "broker.example");
+        assert_eq!(host_of("[::1]:6651"), "::1");
         assert_eq!(broker_address("nonsense"), None);
     }
 

@@ -89,6 +89,11 @@ struct ServeArgs {
     /// Serve only this service id (repeatable).
     #[arg(long, value_name = "SERVICE_ID")]
     only: Vec<String>,
+    /// The largest response message to publish, in bytes, when it must be
+    /// below the broker's own limit (a topic policy); the broker's
+    /// announced maximum applies regardless [default: the broker's].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
+    max_message_size: Option<u32>,
     /// Threads that run the handlers [default: one per core]. On a small
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -253,6 +258,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     options.concurrency = args.concurrency.map(|n| n as usize);
     options.only = args.only;
     options.receive_window = Some(args.receive_window as usize);
+    options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.grace_period = std::time::Duration::from_secs(args.grace_period);
     options.log_payloads = args.log_payloads;
     if !args.no_metrics {

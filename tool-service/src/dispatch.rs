@@ -159,10 +159,97 @@ pub async fn dispatch_within<S: FrameSink + Send>(
     timeout: Option<Duration>,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
+    let limits = Limits {
+        timeout,
+        ..Limits::default()
+    };
+    dispatch_with(service, id, payload, limits, sink).await
+}
+
+/// Bounds on serving one request.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_service::dispatch::Limits;
+///
+/// let limits = Limits::default()
+///     .with_timeout(Duration::from_secs(30))
+///     .with_max_message_size(tool_service::wire::DEFAULT_MAX_MESSAGE_SIZE);
+/// assert_eq!(limits.timeout, Some(Duration::from_secs(30)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// How long the handler may run before it is cancelled and the request
+    /// is answered with a `timeout` error (none: no limit). Needs a Tokio
+    /// runtime with the time driver.
+    pub timeout: Option<Duration>,
+    /// The largest message the broker accepts, in bytes (none: no limit).
+    /// A frame whose [`Frame::message_size`] is larger is replaced by a
+    /// `response-too-large` error frame, which ends the response.
+    pub max_message_size: Option<usize>,
+}
+
+impl Limits {
+    /// These limits with a time limit.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// These limits with a maximum message size.
+    pub fn with_max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = Some(bytes);
+        self
+    }
+}
+
+/// [`dispatch`] within [`Limits`]: a handler still running after the
+/// timeout is cancelled and answered with a `timeout` error, and a frame too
+/// large for the broker is replaced by a `response-too-large` error that
+/// ends the response (a streaming handler is then cancelled).
+///
+/// ```
+/// use tool_service::dispatch::{self, Limits};
+/// use tool_service::{tool_service, wire::Frame, Registry, ToolError};
+///
+/// /// Repeat a letter.
+/// ///
+/// /// # Arguments
+/// /// * `times` - How often.
+/// #[tool_service(topic = "repeat")]
+/// async fn repeat(times: usize) -> String {
+///     "a".repeat(times)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let service = Registry::collect().unwrap().service("repeat-service").unwrap();
+/// let limits = Limits::default().with_max_message_size(64 * 1024);
+/// let mut frames: Vec<Frame> = Vec::new();
+/// let payload = br#"{"arguments": "{\"times\": 100000}"}"#;
+/// let ok = dispatch::dispatch_with(service, "r", payload, limits, &mut frames).await.unwrap();
+/// assert!(!ok);
+/// let error = frames[0].error.as_ref().unwrap();
+/// assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
+/// assert!(error.message().contains("65536 bytes"), "{}", error.message());
+/// # }
+/// ```
+///
+/// # Errors
+/// Only the sink's errors.
+pub async fn dispatch_with<S: FrameSink + Send>(
+    service: Service,
+    id: &str,
+    payload: &[u8],
+    limits: Limits,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
     match Request::decode(payload) {
-        Ok(request) => run_within(service, id, request, timeout, sink).await,
+        Ok(request) => run_with(service, id, request, limits, sink).await,
         Err(error) => {
-            sink.send(id, Frame::last(Err(error))).await?;
+            Bounded::new(sink, limits.max_message_size)
+                .send(id, Frame::last(Err(error)))
+                .await?;
             Ok(false)
         }
     }
@@ -178,21 +265,30 @@ pub async fn run<S: FrameSink + Send>(
     request: Request,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
-    run_within(service, id, request, None, sink).await
+    run_with(service, id, request, Limits::default(), sink).await
 }
 
-pub(crate) async fn run_within<S: FrameSink + Send>(
+pub(crate) async fn run_with<S: FrameSink + Send>(
     service: Service,
     id: &str,
     mut request: Request,
-    timeout: Option<Duration>,
+    limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
+    let mut sink = Bounded::new(sink, limits.max_message_size);
     // The user moves to the context; the request keeps the JSON texts.
     let context = Context::new(id, request.user.take(), service.id());
     let outcome = if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        Box::pin(stream_chunks(service, id, request, context, timeout, sink)).await?
+        Box::pin(stream_chunks(
+            service,
+            id,
+            request,
+            context,
+            limits.timeout,
+            &mut sink,
+        ))
+        .await?
     } else {
         let invocation = Invocation {
             request,
@@ -200,7 +296,7 @@ pub(crate) async fn run_within<S: FrameSink + Send>(
             chunks: Chunks::disconnected(),
         };
         let handler = CatchPanic(call_handler(service, invocation));
-        match timeout {
+        match limits.timeout {
             None => handler.await,
             Some(limit) => tokio::time::timeout(limit, handler)
                 .await
@@ -208,19 +304,24 @@ pub(crate) async fn run_within<S: FrameSink + Send>(
         }
     };
     let ok = outcome.is_ok();
+    if sink.ended.is_some() {
+        // A chunk too large for the broker already ended the response.
+        return Ok(false);
+    }
     sink.send(id, Frame::last(outcome)).await?;
-    Ok(ok)
+    Ok(ok && sink.ended == Some(Ok(())))
 }
 
 /// Runs a streaming handler, sending each chunk as a frame as it comes;
-/// returns the handler's outcome once every chunk it sent is out.
+/// returns the handler's outcome once every chunk it sent is out. A chunk too
+/// large for the broker ends the response, and the handler is dropped.
 async fn stream_chunks<S: FrameSink + Send>(
     service: Service,
     id: &str,
     request: Request,
     context: Context,
     timeout: Option<Duration>,
-    sink: &mut S,
+    sink: &mut Bounded<'_, S>,
 ) -> Result<Result<String, ToolError>, S::Error> {
     let (chunks, mut receiver) = Chunks::channel();
     let invocation = Invocation {
@@ -242,7 +343,12 @@ async fn stream_chunks<S: FrameSink + Send>(
     loop {
         tokio::select! {
             biased;
-            Some(chunk) = receiver.recv() => sink.send(id, Frame::chunk(chunk)).await?,
+            Some(chunk) = receiver.recv() => {
+                sink.send(id, Frame::chunk(chunk)).await?;
+                if sink.ended.is_some() {
+                    return Ok(Ok(String::new()));
+                }
+            }
             limit = &mut expired => {
                 // Chunks already sent stay sent; the stream ends with the error.
                 return Ok(Err(timeout_error(limit)));
@@ -251,11 +357,79 @@ async fn stream_chunks<S: FrameSink + Send>(
                 receiver.close();
                 while let Ok(chunk) = receiver.try_recv() {
                     sink.send(id, Frame::chunk(chunk)).await?;
+                    if sink.ended.is_some() {
+                        return Ok(Ok(String::new()));
+                    }
                 }
                 return Ok(outcome);
             }
         }
     }
+}
+
+/// A sink that holds every frame to the broker's maximum message size: a
+/// frame that would not fit is replaced by a `response-too-large` error
+/// frame, which ends the response.
+struct Bounded<'a, S> {
+    sink: &'a mut S,
+    max_message_size: Option<usize>,
+    /// Set once a last frame was sent: whether it was a success.
+    ended: Option<Result<(), ()>>,
+}
+
+impl<'a, S: FrameSink + Send> Bounded<'a, S> {
+    fn new(sink: &'a mut S, max_message_size: Option<usize>) -> Self {
+        Self {
+            sink,
+            max_message_size,
+            ended: None,
+        }
+    }
+
+    async fn send(&mut self, id: &str, frame: Frame) -> Result<(), S::Error> {
+        let frame = match self.max_message_size {
+            Some(max) => fit(frame, id, max),
+            None => frame,
+        };
+        if frame.end_of_stream {
+            self.ended = Some(if frame.error.is_none() {
+                Ok(())
+            } else {
+                Err(())
+            });
+        }
+        self.sink.send(id, frame).await
+    }
+}
+
+/// `frame`, or the `response-too-large` error frame that replaces it when
+/// its message would exceed `max` bytes.
+fn fit(frame: Frame, id: &str, max: usize) -> Frame {
+    if frame.message_size_bound(id) <= max {
+        return frame;
+    }
+    let size = frame.message_size(id);
+    if size <= max {
+        return frame;
+    }
+    let what = if frame.end_of_stream {
+        "the tool's response"
+    } else {
+        "a streamed chunk of the tool's response"
+    };
+    tracing::warn!(
+        size,
+        max,
+        "response too large for the broker; answering with an error"
+    );
+    Frame::last(Err(ToolError::with_type(
+        ToolError::RESPONSE_TOO_LARGE,
+        format!(
+            "{what} is {size} bytes as a Pulsar message, more than the broker's maximum message \
+             size of {max} bytes; the tool must return less (page, truncate or summarise the \
+             result), or the broker's maxMessageSize must be raised"
+        ),
+    )))
 }
 
 /// Calls the handler, turning a panic while creating its future into an error.
@@ -616,5 +790,143 @@ mod timeout_tests {
             "the tool handler did not finish within 2s and was cancelled"
         );
         assert!(frames[1].end_of_stream);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::Registry;
+
+    const MAX: usize = 16 * 1024;
+
+    /// Return `size` bytes of text.
+    ///
+    /// # Arguments
+    /// * `size` - How many bytes.
+    #[crate::tool_service(topic = "size-tests-blob")]
+    async fn blob(size: usize) -> String {
+        "x".repeat(size)
+    }
+
+    static AFTER_BIG_CHUNK: AtomicBool = AtomicBool::new(false);
+
+    /// Send a small chunk, a chunk of `size` bytes, then another small one.
+    ///
+    /// # Arguments
+    /// * `size` - How many bytes the middle chunk has.
+    #[crate::tool_service(topic = "size-tests-stream")]
+    async fn stream_blob(size: usize, #[stream] out: Chunks) -> &'static str {
+        out.send("first").await.unwrap();
+        out.send("x".repeat(size)).await.unwrap();
+        // Sending more may fail once the response has ended; the handler is
+        // dropped before it gets here when it waits for room.
+        let _ = out.send("third").await;
+        AFTER_BIG_CHUNK.store(true, Ordering::SeqCst);
+        "end"
+    }
+
+    async fn serve(service: &str, size: usize, max: Option<usize>) -> (bool, Vec<Frame>) {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service(service).unwrap();
+        let mut frames: Vec<Frame> = Vec::new();
+        let payload = Request::new(serde_json::json!({}), serde_json::json!({ "size": size }));
+        let limits = Limits {
+            max_message_size: max,
+            ..Limits::default()
+        };
+        let ok = dispatch_with(service, "req-1", &payload.encode(), limits, &mut frames)
+            .await
+            .unwrap();
+        (ok, frames)
+    }
+
+    fn assert_too_large(frame: &Frame, what: &str) {
+        assert!(frame.end_of_stream);
+        let error = frame.error.as_ref().expect("an error frame");
+        assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
+        assert!(error.message().starts_with(what), "{}", error.message());
+        assert!(
+            error
+                .message()
+                .contains(&format!("maximum message size of {MAX} bytes")),
+            "{}",
+            error.message()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_response_that_fits_is_sent() {
+        let (ok, frames) = serve("size-tests-blob-service", MAX - 2048, Some(MAX)).await;
+        assert!(ok);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].response.len(), MAX - 2048);
+        assert!(frames[0].message_size("req-1") <= MAX);
+    }
+
+    #[tokio::test]
+    async fn a_response_too_large_is_replaced_by_one_error_frame() {
+        let (ok, frames) = serve("size-tests-blob-service", MAX, Some(MAX)).await;
+        assert!(!ok);
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_too_large(&frames[0], "the tool's response is ");
+        let size = Frame::last(Ok("x".repeat(MAX))).message_size("req-1");
+        assert!(frames[0]
+            .error
+            .as_ref()
+            .unwrap()
+            .message()
+            .contains(&format!("is {size} bytes")));
+    }
+
+    #[tokio::test]
+    async fn without_a_limit_any_size_is_sent() {
+        let (ok, frames) = serve("size-tests-blob-service", 4 * MAX, None).await;
+        assert!(ok);
+        assert_eq!(frames[0].response.len(), 4 * MAX);
+    }
+
+    #[tokio::test]
+    async fn escaping_counts_towards_the_size() {
+        // Fits as raw text, not once each quote is escaped.
+        let quotes = Frame::last(Ok("\"".repeat(MAX * 3 / 4)));
+        assert!(quotes.response.len() < MAX && quotes.message_size("r") > MAX);
+        let mut frames = Vec::new();
+        let mut sink = Bounded::new(&mut frames, Some(MAX));
+        sink.send("r", quotes).await.unwrap();
+        assert_too_large(&frames[0], "the tool's response");
+    }
+
+    #[tokio::test]
+    async fn a_chunk_too_large_ends_the_stream_with_the_error() {
+        let (ok, frames) = serve("size-tests-stream-service", MAX, Some(MAX)).await;
+        assert!(!ok);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(frames[0], Frame::chunk("first".into()));
+        assert_too_large(&frames[1], "a streamed chunk of the tool's response");
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_fits_is_sent_whole() {
+        let (ok, frames) = serve("size-tests-stream-service", 100, Some(MAX)).await;
+        assert!(ok);
+        let texts: Vec<&str> = frames.iter().map(|frame| frame.response.as_str()).collect();
+        assert_eq!(texts, ["first", &"x".repeat(100), "third", "end"]);
+        assert!(AFTER_BIG_CHUNK.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_are_answered_within_the_limit() {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service("size-tests-blob-service").unwrap();
+        let mut frames: Vec<Frame> = Vec::new();
+        let limits = Limits::default().with_max_message_size(MAX);
+        let ok = dispatch_with(service, "r", b"not json", limits, &mut frames)
+            .await
+            .unwrap();
+        assert!(!ok);
+        assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
     }
 }

@@ -31,6 +31,8 @@ use serde::{Deserialize, Serialize};
 /// | `overloaded` | a replica's queue was full (non-persistent request topics) |
 /// | `unavailable` | the replica was shutting down before the request started |
 /// | `timeout` | the handler ran past the service's timeout and was cancelled |
+/// | `response-too-large` | a frame of the response would exceed the broker's maximum message size |
+/// | `send-failed` | the broker did not take a frame of the response (sent in its place when possible) |
 ///
 /// A handler's own error type may pick its type by implementing [`TypedError`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +59,12 @@ impl ToolError {
     pub const UNAVAILABLE: &'static str = "unavailable";
     /// Type of a request whose handler ran past its timeout.
     pub const TIMEOUT: &'static str = "timeout";
+    /// Type of a response (or streamed chunk) too large for the broker: it
+    /// replaces the frame that would not fit, and ends the response.
+    pub const RESPONSE_TOO_LARGE: &'static str = "response-too-large";
+    /// Type of the frame that ends a response when the broker did not take
+    /// one of its frames (sent only if the broker takes this one).
+    pub const SEND_FAILED: &'static str = "send-failed";
 
     /// An error of the default type `tool-service-error`.
     ///

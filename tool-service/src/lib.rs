@@ -48,6 +48,7 @@ mod context;
 pub mod descriptor;
 pub mod dispatch;
 mod error;
+mod handshake;
 pub mod metrics;
 mod nodelay;
 mod registry;

@@ -13,6 +13,8 @@
 //! | `tg_consumer_state` | gauge | `processor`, `consumer`, `tg_consumer_state` | 1 for the current state, `running` or `stopped` |
 //! | `tg_tool_service_errors_total` | counter | `processor`, `type` | error frames by error type, refusals included |
 //! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
+//! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
+//! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //!
 //! `consumer` is always `request`. Recording costs a few atomic operations
 //! per request; error counts take a lock, on errors only.
@@ -159,6 +161,36 @@ impl Metrics {
         );
         family(
             &mut out,
+            "tg_tool_service_oversized_responses_total",
+            "counter",
+            "Responses too large for the broker's maximum message size",
+            &services,
+            |out, name, service| {
+                per_processor(
+                    out,
+                    name,
+                    service,
+                    service.oversized.load(Ordering::Relaxed),
+                );
+            },
+        );
+        family(
+            &mut out,
+            "tg_tool_service_send_failures_total",
+            "counter",
+            "Response frames the broker did not take",
+            &services,
+            |out, name, service| {
+                per_processor(
+                    out,
+                    name,
+                    service,
+                    service.send_failures.load(Ordering::Relaxed),
+                );
+            },
+        );
+        family(
+            &mut out,
             "tg_tool_service_in_flight",
             "gauge",
             "Requests being handled",
@@ -212,6 +244,8 @@ pub struct ServiceMetrics {
     failed: AtomicU64,
     in_flight: AtomicI64,
     running: AtomicBool,
+    oversized: AtomicU64,
+    send_failures: AtomicU64,
     latency: Histogram,
     errors: Mutex<Vec<(String, u64)>>,
 }
@@ -224,6 +258,8 @@ impl ServiceMetrics {
             failed: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
             running: AtomicBool::new(false),
+            oversized: AtomicU64::new(0),
+            send_failures: AtomicU64::new(0),
             latency: Histogram::default(),
             errors: Mutex::new(Vec::new()),
         }
@@ -242,6 +278,16 @@ impl ServiceMetrics {
     /// (`overloaded`, `unavailable`).
     pub fn refused(&self, kind: &str) {
         self.count_error(kind);
+    }
+
+    /// Counts a response too large for the broker.
+    pub fn oversized(&self) {
+        let _ = self.oversized.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a response frame the broker did not take.
+    pub fn send_failed(&self) {
+        let _ = self.send_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Marks the service's consumer as running or stopped.

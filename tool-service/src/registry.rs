@@ -338,7 +338,10 @@ impl Registry {
     /// For a tool, its preset config values are sent, with the keys of
     /// `request.config` (when it is a JSON object) laid over them, as the
     /// agent would send them. A service with a `timeout` attribute is held
-    /// to it (which needs a Tokio runtime with the time driver).
+    /// to it (which needs a Tokio runtime with the time driver), and every
+    /// frame to Pulsar's default maximum message size
+    /// ([`DEFAULT_MAX_MESSAGE_SIZE`](crate::wire::DEFAULT_MAX_MESSAGE_SIZE)),
+    /// as on a default broker.
     ///
     /// ```
     /// use tool_service::{tool_service, wire::Request, Registry};
@@ -388,8 +391,13 @@ impl Registry {
             });
         };
         let mut frames = Vec::new();
-        // The service's own timeout applies, as in `serve`.
-        match dispatch::run_within(service, id, request, service.timeout(), &mut frames).await {
+        // The service's own timeout applies, as in `serve`, and so does the
+        // default broker's maximum message size.
+        let limits = dispatch::Limits {
+            timeout: service.timeout(),
+            max_message_size: Some(crate::wire::DEFAULT_MAX_MESSAGE_SIZE),
+        };
+        match dispatch::run_with(service, id, request, limits, &mut frames).await {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
         }

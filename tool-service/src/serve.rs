@@ -75,6 +75,10 @@ pub struct ServeOptions {
     /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
     /// default here, `0.0.0.0:8000` from the command line.
     pub metrics: Option<SocketAddr>,
+    /// The largest response message to publish, in bytes, when it must be
+    /// below what the broker announces (e.g. a topic policy sets a lower
+    /// `maxMessageSize`). The broker's own limit always applies.
+    pub max_message_size: Option<usize>,
 }
 
 impl ServeOptions {
@@ -95,6 +99,7 @@ impl ServeOptions {
             service_timeouts: Vec::new(),
             metrics: None,
             log_payloads: false,
+            max_message_size: None,
         }
     }
 
@@ -346,15 +351,26 @@ impl Serving {
             }
             None => None,
         };
-        let pulsar = options
-            .broker
-            .connect_with_retry(give_up)
-            .await
-            .map_err(|source| ServeError::Connect {
-                url: options.broker.url().to_owned(),
-                source: Box::new(source),
-            })?;
-        tracing::info!(url = %options.broker.url(), "connected to Pulsar");
+        let (pulsar, broker) =
+            options
+                .broker
+                .connect_with_retry(give_up)
+                .await
+                .map_err(|source| ServeError::Connect {
+                    url: options.broker.url().to_owned(),
+                    source: Box::new(source),
+                })?;
+        let max_message_size = options
+            .max_message_size
+            .map_or(broker.max_message_size, |max| {
+                max.min(broker.max_message_size)
+            });
+        tracing::info!(
+            url = %options.broker.url(),
+            broker = %broker.server_version,
+            max_message_size,
+            "connected to Pulsar"
+        );
         let mut workers = Vec::with_capacity(services.len());
         for service in services {
             workers.push(
@@ -367,6 +383,7 @@ impl Serving {
                         window: options.receive_window_of(service),
                         timeout: options.timeout_of(service),
                         log_payloads: options.log_payloads,
+                        max_message_size,
                     },
                 )
                 .await?,
@@ -522,6 +539,7 @@ struct Limits {
     window: usize,
     timeout: Duration,
     log_payloads: bool,
+    max_message_size: usize,
 }
 
 /// The consumer loop of one service.
@@ -531,6 +549,7 @@ struct Worker {
     window: usize,
     timeout: Duration,
     log_payloads: bool,
+    max_message_size: usize,
     metrics: Arc<ServiceMetrics>,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
     producer: Arc<Mutex<Producer<TokioExecutor>>>,
@@ -548,6 +567,7 @@ impl Worker {
             window,
             timeout,
             log_payloads,
+            max_message_size,
         } = limits;
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
@@ -590,6 +610,7 @@ impl Worker {
             window,
             timeout,
             log_payloads,
+            max_message_size,
             metrics,
             consumer,
             producer: Arc::new(Mutex::new(producer)),
@@ -712,7 +733,9 @@ impl Worker {
     ) {
         let service = self.service;
         let producer = Arc::clone(&self.producer);
-        let timeout = self.timeout;
+        let limits = dispatch::Limits::default()
+            .with_timeout(self.timeout)
+            .with_max_message_size(self.max_message_size);
         let metrics = Arc::clone(&self.metrics);
         let log_payloads = self.log_payloads;
         let id = crate::broker::message_id(&message)
@@ -724,6 +747,16 @@ impl Worker {
                 if log_payloads {
                     log_payload(&message.payload.data);
                 }
+                if !answerable(&id, limits) {
+                    // Even an error frame would carry the id, and not fit:
+                    // acknowledged unanswered, or it would come back.
+                    metrics.oversized();
+                    tracing::error!(
+                        id_bytes = id.len(),
+                        "the request id is too long for any answer to fit the broker's maximum message size; dropping the request"
+                    );
+                    return (message, true);
+                }
                 let mut sink = PulsarSink {
                     producer: &producer,
                     failed: None,
@@ -732,18 +765,16 @@ impl Worker {
                     None => {
                         let in_flight = metrics.start();
                         let started = Instant::now();
-                        let result = dispatch::dispatch_within(
-                            service,
-                            &id,
-                            &message.payload.data,
-                            Some(timeout),
-                            &mut sink,
-                        )
-                        .await;
+                        let result =
+                            dispatch::dispatch_with(service, &id, &message.payload.data, limits, &mut sink)
+                                .await;
                         if result.is_ok() {
                             let elapsed = started.elapsed();
                             // The type only: messages may quote argument values.
                             tracing::debug!(error = sink.failed.as_deref(), ?elapsed, "answered");
+                            if sink.failed.as_deref() == Some(ToolError::RESPONSE_TOO_LARGE) {
+                                metrics.oversized();
+                            }
                             in_flight.finish(sink.failed.as_deref(), elapsed);
                         }
                         result
@@ -758,8 +789,8 @@ impl Worker {
                 let sent = match result {
                     Ok(_) => true,
                     Err(error) => {
-                        tracing::error!(%error, "cannot send the response");
-                        false
+                        metrics.send_failed();
+                        tell_send_failure(&id, &error, &mut sink).await
                     }
                 };
                 (message, sent)
@@ -803,6 +834,39 @@ fn topic_error(
         what,
         topic: topic.to_owned(),
         source: Box::new(source),
+    }
+}
+
+/// Whether an answer to the request `id` can fit the broker's limit at all:
+/// every frame carries the id.
+fn answerable(id: &str, limits: dispatch::Limits) -> bool {
+    let error = Frame::last(Err(ToolError::with_type(
+        ToolError::RESPONSE_TOO_LARGE,
+        "x".repeat(512),
+    )));
+    limits
+        .max_message_size
+        .is_none_or(|max| error.message_size(id) <= max)
+}
+
+/// After a frame of the answer to `id` could not be published: logs it, and
+/// tries once to end the response with a `send-failed` error frame, so that
+/// the caller is not left waiting. Returns whether that got through (the
+/// request is then acknowledged: answered). When it did not, the broker is
+/// unreachable for now, and the request is returned to it (redelivered on a
+/// persistent topic).
+async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSink<'_>) -> bool {
+    tracing::error!(%error, "cannot send the response");
+    let notice = Frame::last(Err(ToolError::with_type(
+        ToolError::SEND_FAILED,
+        format!("the tool's response could not be published: {error}"),
+    )));
+    match sink.send(id, notice).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, "cannot send the send-failed notice either; the request is returned to the broker");
+            false
+        }
     }
 }
 

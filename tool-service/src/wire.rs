@@ -16,6 +16,15 @@ pub const UNKNOWN_ID: &str = "unknown";
 /// The name of the message property that correlates requests and responses.
 pub const ID_PROPERTY: &str = "id";
 
+/// Pulsar's default `maxMessageSize` (5 MiB): what a broker accepts when it
+/// does not announce a limit of its own in the connection handshake.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5 * 1024 * 1024;
+
+/// Bytes a Pulsar message takes beyond its payload and its `id` property:
+/// the frame header, the `SEND` command and the metadata the client adds
+/// (producer name, sequence id, publish time, sizes), with room to spare.
+pub const MESSAGE_OVERHEAD: usize = 1024;
+
 /// A decoded request envelope. `config` and `arguments` are still JSON text.
 ///
 /// ```
@@ -192,6 +201,45 @@ impl Frame {
         serde_json::to_vec(self).expect("a frame of strings always encodes")
     }
 
+    /// The length of [`Frame::encode`]'s output, counted without building it.
+    ///
+    /// ```
+    /// use tool_service::wire::Frame;
+    ///
+    /// let frame = Frame::last(Ok("a \"quoted\" pun".into()));
+    /// assert_eq!(frame.encoded_len(), frame.encode().len());
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        let mut counter = ByteCounter(0);
+        serde_json::to_writer(&mut counter, self).expect("a frame of strings always encodes");
+        counter.0
+    }
+
+    /// How many bytes this frame takes as a Pulsar message under the request
+    /// `id`: an upper bound, to compare with the broker's maximum message
+    /// size.
+    ///
+    /// ```
+    /// use tool_service::wire::{Frame, DEFAULT_MAX_MESSAGE_SIZE};
+    ///
+    /// let big = Frame::last(Ok("x".repeat(DEFAULT_MAX_MESSAGE_SIZE)));
+    /// assert!(big.message_size("req-1") > DEFAULT_MAX_MESSAGE_SIZE);
+    /// assert!(Frame::last(Ok("a pun".into())).message_size("req-1") < 2048);
+    /// ```
+    pub fn message_size(&self, id: &str) -> usize {
+        self.encoded_len() + id.len() + MESSAGE_OVERHEAD
+    }
+
+    /// An upper bound of [`Frame::message_size`] that does not read the
+    /// text: JSON escaping makes a byte at most six bytes long.
+    pub(crate) fn message_size_bound(&self, id: &str) -> usize {
+        let error = self
+            .error
+            .as_ref()
+            .map_or(0, |error| error.kind().len() + error.message().len());
+        (self.response.len() + error).saturating_mul(6) + 128 + id.len() + MESSAGE_OVERHEAD
+    }
+
     /// Decodes a frame payload, as a caller receives it.
     ///
     /// # Errors
@@ -201,9 +249,42 @@ impl Frame {
     }
 }
 
+/// Counts the bytes written to it.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoded_lengths_match_the_encoding() {
+        let frames = [
+            Frame::last(Ok(String::new())),
+            Frame::chunk("plain".into()),
+            Frame::last(Ok("\"\\\n\u{1}\u{7f}é😀".repeat(100))),
+            Frame::last(Err(ToolError::with_type("t", "a \"message\"\n"))),
+        ];
+        for frame in frames {
+            let exact = frame.encode().len();
+            assert_eq!(frame.encoded_len(), exact, "{frame:?}");
+            assert_eq!(frame.message_size("id-1"), exact + 4 + MESSAGE_OVERHEAD);
+            assert!(frame.message_size_bound("id-1") >= frame.message_size("id-1"));
+        }
+        // The worst case: every byte escaped as \u00XX.
+        let controls = Frame::chunk("\u{1}".repeat(1000));
+        assert!(controls.message_size_bound("") >= controls.message_size(""));
+    }
 
     #[test]
     fn decodes_the_original_spec_shape() {

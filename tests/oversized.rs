@@ -1,0 +1,298 @@
+//! Responses larger than the broker accepts: each is answered with a
+//! `response-too-large` error frame, the request is acknowledged, and the
+//! connection every service of the process shares stays up. Needs a broker:
+//! `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use support::{RawTopic, Replica};
+use tool_service::client::CallError;
+use tool_service::wire::{Frame, Request, DEFAULT_MAX_MESSAGE_SIZE};
+use tool_service::{tool_service, ToolError};
+
+/// The message of a `response-too-large` frame, after checking its type.
+fn too_large(frame: &Frame) -> &str {
+    assert!(frame.end_of_stream, "{frame:?}");
+    let error = frame.error.as_ref().expect("an error frame");
+    assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE, "{error:?}");
+    error.message()
+}
+
+/// Reads frames for a short while after a response ended: none may come.
+async fn assert_quiet(raw: &mut RawTopic, after: &str) {
+    let next = tokio::time::timeout(Duration::from_secs(2), raw.consumer.next()).await;
+    if let Ok(Some(Ok(message))) = next {
+        panic!(
+            "a frame arrived after {after}: {}",
+            String::from_utf8_lossy(&message.payload.data[..message.payload.data.len().min(200)])
+        );
+    }
+}
+
+/// The example's `blob` topic is shared: replicas of two tests at once would
+/// split each other's requests.
+static BLOB_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_results_are_answered_and_small_calls_keep_flowing() {
+    let _blob_topic = BLOB_TOPIC.lock().await;
+    let metrics_port = support::free_port();
+    let replica = Replica::start(
+        "echo",
+        &[
+            "--only",
+            "echo-service",
+            "--only",
+            "blob-service",
+            "--metrics-port",
+            &metrics_port.to_string(),
+        ],
+    );
+
+    // Steady small calls on the other service, all through the big ones.
+    let small = support::client("non-persistent", "echo").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let load = tokio::spawn({
+        let (stop, answered) = (Arc::clone(&stop), Arc::clone(&answered));
+        async move {
+            let mut failures = Vec::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let text = format!("small {n}");
+                match small.call(&json!({}), &json!({ "text": text })).await {
+                    Ok(answer) if answer == text => {
+                        answered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => failures.push(format!("{text}: {other:?}")),
+                }
+            }
+            failures
+        }
+    });
+
+    let blob = support::client_on(
+        &tool_service::broker::BrokerOptions::new(support::require_broker()),
+        "non-persistent",
+        "blob",
+        Duration::from_secs(20),
+    )
+    .await;
+    for bytes in [6_000_000u64, 20_000_000] {
+        let started = Instant::now();
+        let before = answered.load(Ordering::Relaxed);
+        match blob.call(&json!({}), &json!({ "bytes": bytes })).await {
+            Err(CallError::Tool(error)) => {
+                assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
+                assert!(
+                    error.message().contains(&format!(
+                        "maximum message size of {DEFAULT_MAX_MESSAGE_SIZE} bytes"
+                    )),
+                    "{error:?}"
+                );
+            }
+            other => panic!("{bytes} bytes: expected a response-too-large error, got {other:?}"),
+        }
+        eprintln!("{bytes} bytes: answered in {:?}", started.elapsed());
+        // Small calls went on meanwhile.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while answered.load(Ordering::Relaxed) < before + 5 {
+            assert!(
+                Instant::now() < deadline,
+                "small calls stopped after the {bytes}-byte result"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    // A stream whose one chunk is too large ends with the error, once.
+    let mut raw = RawTopic::open("non-persistent", "blob").await;
+    let request = Request::new(json!({}), json!({"bytes": 6_000_000, "chunks": 1}));
+    let (id, frames) = raw.exchange(&request.encode(), Some("stream-6mb")).await;
+    assert_eq!(id, "stream-6mb");
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert!(too_large(&frames[0]).starts_with("a streamed chunk of the tool's response is "));
+    assert_quiet(&mut raw, "the stream's error frame").await;
+
+    // The same service still answers what fits.
+    let fits = blob
+        .call(&json!({}), &json!({"bytes": 1_000_000}))
+        .await
+        .unwrap();
+    assert_eq!(fits.len(), 1_000_000);
+
+    stop.store(true, Ordering::Relaxed);
+    let failures = load.await.unwrap();
+    assert!(failures.is_empty(), "small calls failed: {failures:?}");
+    assert!(answered.load(Ordering::Relaxed) >= 10);
+
+    let (_, body) = support::scrape(metrics_port);
+    assert!(
+        body.contains("tg_tool_service_oversized_responses_total{processor=\"blob-service\"} 3\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tg_tool_service_send_failures_total{processor=\"blob-service\"} 0\n"),
+        "{body}"
+    );
+    let (status, log) = replica.finish();
+    assert!(status.success(), "{status:?}\n{}", log.join("\n"));
+    for line in &log {
+        assert!(
+            !line.contains("reconnect") && !line.contains("cannot send"),
+            "the connection was disturbed: {line}"
+        );
+    }
+}
+
+/// Handler runs of the persistent service, by size asked.
+static BIG_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// Return a text of the given size, on persistent topics.
+///
+/// # Arguments
+/// * `bytes` - How many bytes.
+#[tool_service(
+    topic = "it-oversized-durable",
+    request_queue = "persistent://tg/request/it-oversized-durable",
+    response_queue = "persistent://tg/response/it-oversized-durable"
+)]
+async fn durable_blob(bytes: usize) -> String {
+    if bytes > 1000 {
+        BIG_RUNS.fetch_add(1, Ordering::SeqCst);
+    }
+    "x".repeat(bytes)
+}
+
+/// The request subscription's stats from the broker's admin API.
+fn subscription_stats(topic: &str, subscription: &str) -> Value {
+    use std::io::{Read, Write};
+    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
+        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
+    write!(
+        stream,
+        "GET /admin/v2/persistent/{topic}/stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // Chunked transfer encoding: the JSON is the one line that is an object.
+    let json = body
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .unwrap_or(body);
+    let stats: Value = serde_json::from_str(json).expect("topic stats as JSON");
+    stats["subscriptions"][subscription].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redelivered() {
+    let serving = support::InProcess::start(&["it-oversized-durable-service"]).await;
+    let mut raw = RawTopic::open("persistent", "it-oversized-durable").await;
+
+    let big = Request::new(json!({}), json!({"bytes": 6_000_000}));
+    let (id, frames) = raw.exchange(&big.encode(), Some("durable-6mb")).await;
+    assert_eq!(id, "durable-6mb");
+    assert_eq!(frames.len(), 1);
+    too_large(&frames[0]);
+
+    let small = Request::new(json!({}), json!({"bytes": 3}));
+    let (id, frames) = raw.exchange(&small.encode(), Some("durable-small")).await;
+    assert_eq!(id, "durable-small");
+    assert_eq!(frames, [Frame::last(Ok("xxx".into()))]);
+
+    // Not redelivered: the handler ran once, nothing more is answered, and
+    // the broker holds nothing unacknowledged for the subscription.
+    assert_quiet(&mut raw, "the answers").await;
+    assert_eq!(BIG_RUNS.load(Ordering::SeqCst), 1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = subscription_stats(
+            "tg/request/it-oversized-durable",
+            "it-oversized-durable-service-request",
+        );
+        if stats["msgBacklog"] == 0 && stats["unackedMessages"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the requests are still unacknowledged: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let reports = serving.stop().await;
+    assert_eq!(reports["it-oversized-durable-service"].answered, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_near_the_limit_whose_answer_is_larger_gets_the_error() {
+    let _serving = support::InProcess::start(&["it-oversized-echo-service"]).await;
+    let mut raw = RawTopic::open("non-persistent", "it-oversized-echo").await;
+    // A 4.5 MB request fits; its structured answer holds it twice.
+    let request = Request::new(json!({}), json!({ "value": "a".repeat(4_500_000) }));
+    let payload = request.encode();
+    assert!(payload.len() < DEFAULT_MAX_MESSAGE_SIZE);
+    let (id, frames) = raw.exchange(&payload, Some("near-limit")).await;
+    assert_eq!(id, "near-limit");
+    assert_eq!(frames.len(), 1);
+    let message = too_large(&frames[0]);
+    assert!(message.starts_with("the tool's response is "), "{message}");
+}
+
+/// Give the value back twice, as JSON.
+///
+/// # Arguments
+/// * `value` - Any JSON value.
+#[tool_service(topic = "it-oversized-echo")]
+async fn echo_twice(value: Value) -> Value {
+    json!({"value": value, "copy": value})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_message_size_lowers_the_limit_and_the_log_says_which_applies() {
+    let _blob_topic = BLOB_TOPIC.lock().await;
+    let replica = Replica::spawn_at(
+        &support::require_broker(),
+        "echo",
+        &["--only", "blob-service", "--max-message-size", "100000"],
+    );
+    let started = replica.wait_for_log(" ready", Duration::from_secs(60));
+    assert!(
+        started
+            .iter()
+            .any(|line| line.contains("connected to Pulsar")
+                && line.contains("max_message_size=100000")),
+        "{}",
+        started.join("\n")
+    );
+    let blob = support::client("non-persistent", "blob").await;
+    let fits = blob
+        .call(&json!({}), &json!({"bytes": 90_000}))
+        .await
+        .unwrap();
+    assert_eq!(fits.len(), 90_000);
+    match blob.call(&json!({}), &json!({"bytes": 100_000})).await {
+        Err(CallError::Tool(error)) => {
+            assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
+            assert!(
+                error
+                    .message()
+                    .contains("maximum message size of 100000 bytes"),
+                "{error:?}"
+            );
+        }
+        other => panic!("expected a response-too-large error, got {other:?}"),
+    }
+    let (status, _) = replica.finish();
+    assert!(status.success());
+}
