@@ -215,6 +215,13 @@ async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redeliver
     // the broker holds nothing unacknowledged for the subscription.
     assert_quiet(&mut raw, "the answers").await;
     assert_eq!(BIG_RUNS.load(Ordering::SeqCst), 1);
+    let metrics = serving.metrics.render();
+    assert!(
+        metrics.contains(
+            "tg_tool_service_oversized_responses_total{processor=\"it-oversized-durable-service\"} 1\n"
+        ),
+        "{metrics}"
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let stats = subscription_stats(
@@ -295,4 +302,84 @@ async fn max_message_size_lowers_the_limit_and_the_log_says_which_applies() {
     }
     let (status, _) = replica.finish();
     assert!(status.success());
+}
+
+/// Return a text of the given size, on persistent topics whose response
+/// topic has a smaller maximum message size than the broker.
+///
+/// # Arguments
+/// * `bytes` - How many bytes.
+#[tool_service(
+    topic = "it-send-failure",
+    request_queue = "persistent://tg/request/it-send-failure",
+    response_queue = "persistent://tg/response/it-send-failure"
+)]
+async fn refused_blob(bytes: usize) -> String {
+    "x".repeat(bytes)
+}
+
+/// `POST`s `body` to the broker's admin API; returns the status line.
+fn admin_post(path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
+        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_the_broker_refuses_fails_that_request_only() {
+    let mut raw = RawTopic::open("persistent", "it-send-failure").await;
+    // A topic policy below the broker's limit: the handshake cannot see it,
+    // so the broker refuses the frame itself.
+    let status = admin_post(
+        "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize",
+        "10000",
+    );
+    assert!(
+        status.contains(" 204") || status.contains(" 200"),
+        "{status}"
+    );
+    let serving = support::InProcess::start(&["it-send-failure-service"]).await;
+
+    let big = Request::new(json!({}), json!({"bytes": 50_000}));
+    let (id, frames) = raw.exchange(&big.encode(), Some("refused-50kb")).await;
+    assert_eq!(id, "refused-50kb");
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    let error = frames[0].error.as_ref().expect("an error frame");
+    assert_eq!(error.kind(), ToolError::SEND_FAILED);
+    assert_eq!(
+        error.message(),
+        "the tool's response could not be published: the broker refused it \
+         (NotAllowedError: Exceed maximum message size); if a topic policy sets a lower \
+         maxMessageSize than the broker, give it to serve with --max-message-size"
+    );
+
+    // The service goes on, and the refused request is not redelivered.
+    for n in 0..3 {
+        let small = Request::new(json!({}), json!({"bytes": 3}));
+        let id = format!("after-refusal-{n}");
+        let (answered, frames) = raw.exchange(&small.encode(), Some(&id)).await;
+        assert_eq!(answered, id);
+        assert_eq!(frames, [Frame::last(Ok("xxx".into()))]);
+    }
+    assert_quiet(&mut raw, "the answers").await;
+    let metrics = serving.metrics.render();
+    for counted in [
+        "tg_tool_service_send_failures_total{processor=\"it-send-failure-service\"} 1\n",
+        "tg_tool_service_oversized_responses_total{processor=\"it-send-failure-service\"} 0\n",
+    ] {
+        assert!(metrics.contains(counted), "{metrics}");
+    }
+    let reports = serving.stop().await;
+    assert_eq!(reports["it-send-failure-service"].answered, 4);
 }

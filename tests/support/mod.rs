@@ -78,6 +78,8 @@ pub async fn client_on(
 
 /// Services of this test binary served in-process; stops when dropped.
 pub struct InProcess {
+    /// The metrics of the services served.
+    pub metrics: std::sync::Arc<tool_service::metrics::Metrics>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<
         tokio::task::JoinHandle<
@@ -99,11 +101,13 @@ impl InProcess {
         let serving = Serving::start(&registry, &options, std::future::pending())
             .await
             .expect("subscribe the services");
+        let metrics = serving.metrics();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(serving.run_until(async move {
             let _ = stopped.await;
         }));
         Self {
+            metrics,
             stop: Some(stop),
             task: Some(task),
         }

@@ -239,6 +239,29 @@ pub(crate) fn describe(error: &pulsar::Error) -> String {
     }
 }
 
+/// A failed publish as one short sentence. The client reports a broker's
+/// refusal of a message (`SEND_ERROR`) as the whole protocol command in
+/// `Debug` form; this keeps the error code and the broker's message.
+pub(crate) fn describe_send_error(error: &pulsar::Error) -> String {
+    let text = error.to_string();
+    if let Some(refusal) = text.split_once("CommandSendError {").map(|(_, rest)| rest) {
+        let code = refusal
+            .split_once("error: ")
+            .and_then(|(_, rest)| rest.split([',', ' ']).next());
+        let message = refusal
+            .split_once("message: \"")
+            .and_then(|(_, rest)| rest.split('"').next());
+        if let (Some(code), Some(message)) = (code, message) {
+            return format!("the broker refused it ({code}: {message})");
+        }
+    }
+    const KEEP: usize = 300;
+    match text.char_indices().nth(KEEP) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
 /// The detail the Pulsar client logged for its last refused connection.
 static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
 
@@ -425,6 +448,34 @@ mod tests {
         assert_eq!(host_of("broker.example:6651"), "broker.example");
         assert_eq!(host_of("[::1]:6651"), "::1");
         assert_eq!(broker_address("nonsense"), None);
+    }
+
+    #[test]
+    fn a_refused_message_is_described_by_its_code_and_the_brokers_words() {
+        use pulsar::error::{ConnectionError, ProducerError};
+        use pulsar::proto::{base_command::Type, BaseCommand, CommandSendError, ServerError};
+        // As the client (the version in Cargo.lock) reports a SEND_ERROR.
+        let command = BaseCommand {
+            r#type: Type::SendError as i32,
+            send_error: Some(CommandSendError {
+                producer_id: 1,
+                sequence_id: 0,
+                error: ServerError::NotAllowedError as i32,
+                message: String::from("Exceed maximum message size"),
+            }),
+            ..BaseCommand::default()
+        };
+        let error = pulsar::Error::Producer(ProducerError::Connection(
+            ConnectionError::UnexpectedResponse(format!("{command:?}")),
+        ));
+        assert_eq!(
+            describe_send_error(&error),
+            "the broker refused it (NotAllowedError: Exceed maximum message size)"
+        );
+        let other = pulsar::Error::Custom("x".repeat(1000));
+        assert_eq!(describe_send_error(&other).chars().count(), 301);
+        let short = pulsar::Error::Custom(String::from("timed out"));
+        assert_eq!(describe_send_error(&short), "error: timed out");
     }
 
     #[test]

@@ -856,15 +856,22 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
 /// unreachable for now, and the request is returned to it (redelivered on a
 /// persistent topic).
 async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSink<'_>) -> bool {
-    tracing::error!(%error, "cannot send the response");
+    let cause = crate::broker::describe_send_error(error);
+    tracing::error!(%cause, "cannot send the response");
+    let hint = if cause.contains("maximum message size") {
+        "; if a topic policy sets a lower maxMessageSize than the broker, give it to serve with --max-message-size"
+    } else {
+        ""
+    };
     let notice = Frame::last(Err(ToolError::with_type(
         ToolError::SEND_FAILED,
-        format!("the tool's response could not be published: {error}"),
+        format!("the tool's response could not be published: {cause}{hint}"),
     )));
     match sink.send(id, notice).await {
         Ok(()) => true,
         Err(error) => {
-            tracing::warn!(%error, "cannot send the send-failed notice either; the request is returned to the broker");
+            let cause = crate::broker::describe_send_error(&error);
+            tracing::warn!(%cause, "cannot send the send-failed notice either; the request is returned to the broker");
             false
         }
     }
