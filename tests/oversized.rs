@@ -1,6 +1,8 @@
-//! Responses larger than the broker accepts: each is answered with a
-//! `response-too-large` error frame, the request is acknowledged, and the
-//! connection every service of the process shares stays up. Needs a broker:
+//! What must not silence a service. Responses larger than the broker
+//! accepts: each is answered with a `response-too-large` error frame, the
+//! request is acknowledged, and the connection every service of the process
+//! shares stays up. A frame the broker refuses fails that request only. A
+//! consumer the Pulsar client cannot re-create is replaced. Needs a broker:
 //! `scripts/pulsar.sh start`.
 
 mod support;
@@ -171,27 +173,11 @@ async fn durable_blob(bytes: usize) -> String {
     "x".repeat(bytes)
 }
 
-/// The request subscription's stats from the broker's admin API.
+/// A subscription's stats from the broker's admin API.
 fn subscription_stats(topic: &str, subscription: &str) -> Value {
-    use std::io::{Read, Write};
-    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
-        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
-    write!(
-        stream,
-        "GET /admin/v2/persistent/{topic}/stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    // Chunked transfer encoding: the JSON is the one line that is an object.
-    let json = body
-        .lines()
-        .find(|line| line.starts_with('{'))
-        .unwrap_or(body);
-    let stats: Value = serde_json::from_str(json).expect("topic stats as JSON");
+    let (status, body) = admin("GET", &format!("/admin/v2/persistent/{topic}/stats"), "");
+    assert!(status.contains(" 200"), "{status}");
+    let stats: Value = serde_json::from_str(&body).expect("topic stats as JSON");
     stats["subscriptions"][subscription].clone()
 }
 
@@ -318,36 +304,15 @@ async fn refused_blob(bytes: usize) -> String {
     "x".repeat(bytes)
 }
 
-/// `POST`s `body` to the broker's admin API; returns the status line.
-fn admin_post(path: &str, body: &str) -> String {
-    use std::io::{Read, Write};
-    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
-        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.lines().next().unwrap_or_default().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_the_broker_refuses_fails_that_request_only() {
     let mut raw = RawTopic::open("persistent", "it-send-failure").await;
     // A topic policy below the broker's limit: the handshake cannot see it,
     // so the broker refuses the frame itself.
-    let status = admin_post(
+    assert_admin(
+        "POST",
         "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize",
         "10000",
-    );
-    assert!(
-        status.contains(" 204") || status.contains(" 200"),
-        "{status}"
     );
     let serving = support::InProcess::start(&["it-send-failure-service"]).await;
 
@@ -382,4 +347,105 @@ async fn a_frame_the_broker_refuses_fails_that_request_only() {
     }
     let reports = serving.stop().await;
     assert_eq!(reports["it-send-failure-service"].answered, 4);
+}
+
+/// Echo on a namespace of this test's own.
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service(
+    topic = "it-resubscribe",
+    request_queue = "non-persistent://tg/it-resubscribe/request",
+    response_queue = "non-persistent://tg/it-resubscribe/response"
+)]
+async fn resubscribed_echo(text: String) -> String {
+    text
+}
+
+/// A request to the broker's admin API: the status line and the body.
+fn admin(method: &str, path: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
+        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
+    // HTTP/1.0: the body comes whole, not in chunks.
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// An admin request that must succeed (or find its object there already).
+fn assert_admin(method: &str, path: &str, body: &str) {
+    let (status, _) = admin(method, path, body);
+    assert!(
+        [" 200", " 204", " 409"]
+            .iter()
+            .any(|ok| status.contains(ok)),
+        "{method} {path}: {status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_the_client_cannot_recreate_is_replaced() {
+    const NAMESPACE: &str = "/admin/v2/namespaces/tg/it-resubscribe";
+    const CREATE: &str = r#"{"allowAutoTopicCreation": true, "topicType": "non-partitioned"}"#;
+    assert_admin("PUT", NAMESPACE, "");
+    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
+    let serving = support::InProcess::start(&["it-resubscribe-service"]).await;
+    let pulsar = support::connect().await;
+    let client = tool_service::client::ToolClient::connect(
+        &pulsar,
+        "non-persistent://tg/it-resubscribe/request",
+        "non-persistent://tg/it-resubscribe/response",
+    )
+    .await
+    .unwrap()
+    .with_timeout(Duration::from_secs(3));
+    assert_eq!(
+        client
+            .call(&json!({}), &json!({"text": "a"}))
+            .await
+            .unwrap(),
+        "a"
+    );
+
+    // The request topic disappears and cannot come back for a while: the
+    // client's own attempt to re-create the consumer fails.
+    let no_create = r#"{"allowAutoTopicCreation": false}"#;
+    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), no_create);
+    assert_admin(
+        "DELETE",
+        "/admin/v2/non-persistent/tg/it-resubscribe/request?force=true",
+        "",
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
+
+    // The service subscribes again and answers.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.call(&json!({}), &json!({"text": "b"})).await {
+            Ok(answer) => {
+                assert_eq!(answer, "b");
+                break;
+            }
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "the service stayed silent after its topic came back: {error}"
+            ),
+        }
+    }
+    let reports = serving.stop().await;
+    assert!(reports["it-resubscribe-service"].answered >= 2);
 }

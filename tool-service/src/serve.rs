@@ -551,6 +551,10 @@ struct Worker {
     log_payloads: bool,
     max_message_size: usize,
     metrics: Arc<ServiceMetrics>,
+    /// The client, to subscribe again should the request stream end.
+    pulsar: Pulsar<TokioExecutor>,
+    /// Flow permits of the consumer.
+    permits: usize,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
     producer: Arc<Mutex<Producer<TokioExecutor>>>,
 }
@@ -579,14 +583,7 @@ impl Worker {
         } else {
             window.max(RECEIVE_WINDOW)
         };
-        let consumer = pulsar
-            .consumer()
-            .with_topic(&request_queue)
-            .with_subscription(service.subscription())
-            .with_subscription_type(SubType::Shared)
-            .with_batch_size(u32::try_from(permits).unwrap_or(u32::MAX))
-            .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
-            .build::<Vec<u8>>()
+        let consumer = subscribe(pulsar, service, permits)
             .await
             .map_err(|source| topic_error(service, "subscribe", &request_queue, source))?;
         let producer = crate::broker::producer(pulsar, &response_queue)
@@ -612,6 +609,8 @@ impl Worker {
             log_payloads,
             max_message_size,
             metrics,
+            pulsar: pulsar.clone(),
+            permits,
             consumer,
             producer: Arc::new(Mutex::new(producer)),
         })
@@ -659,13 +658,22 @@ impl Worker {
                             self.spawn(&mut in_flight, message, Some(error));
                         }
                     }
+                    // The client reports a consumer it could not re-create
+                    // (e.g. the topic was deleted and could not be created
+                    // again) as one error, after which the stream stays
+                    // silent for good; or it ends the stream. Either way,
+                    // subscribe again rather than fall silent.
                     Some(Err(error)) => {
-                        tracing::warn!(service = self.service.id(), %error, "cannot receive a request; the client reconnects");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        tracing::error!(service = self.service.id(), %error, "the request consumer failed; subscribing again");
+                        if !self.resubscribe(&mut stopped).await {
+                            break;
+                        }
                     }
                     None => {
-                        tracing::error!(service = self.service.id(), "the request stream ended");
-                        break;
+                        tracing::error!(service = self.service.id(), "the request stream ended; subscribing again");
+                        if !self.resubscribe(&mut stopped).await {
+                            break;
+                        }
                     }
                 },
             }
@@ -722,6 +730,34 @@ impl Worker {
             "stopped"
         );
         report
+    }
+
+    /// Replaces a failed consumer, retrying with backoff until it works
+    /// (true) or a stop is requested (false). Requests the old consumer
+    /// handed over are still answered and acknowledged; on a persistent
+    /// topic the broker may deliver those not acknowledged yet once more.
+    async fn resubscribe(&mut self, stopped: &mut watch::Receiver<bool>) -> bool {
+        if let Err(error) = self.consumer.close().await {
+            tracing::debug!(service = self.service.id(), %error, "closing the failed consumer");
+        }
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match subscribe(&self.pulsar, self.service, self.permits).await {
+                Ok(consumer) => {
+                    self.consumer = consumer;
+                    tracing::info!(service = self.service.id(), "subscribed again");
+                    return true;
+                }
+                Err(error) => {
+                    tracing::warn!(service = self.service.id(), %error, retry_in = ?backoff, "cannot subscribe again; retrying");
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop_requested(stopped) => return false,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(3));
+        }
     }
 
     /// Starts serving one request, or answers it with `refusal` at once.
@@ -821,6 +857,23 @@ impl Worker {
             }
         }
     }
+}
+
+/// The service's Shared consumer on its request topic.
+async fn subscribe(
+    pulsar: &Pulsar<TokioExecutor>,
+    service: Service,
+    permits: usize,
+) -> Result<Consumer<Vec<u8>, TokioExecutor>, pulsar::Error> {
+    pulsar
+        .consumer()
+        .with_topic(service.request_queue())
+        .with_subscription(service.subscription())
+        .with_subscription_type(SubType::Shared)
+        .with_batch_size(u32::try_from(permits).unwrap_or(u32::MAX))
+        .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+        .build::<Vec<u8>>()
+        .await
 }
 
 fn topic_error(
