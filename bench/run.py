@@ -331,7 +331,7 @@ def versions():
         "python": platform.python_version(),
         "trustgraph-base": metadata.version("trustgraph-base"),
         "pulsar-client (Python)": metadata.version("pulsar-client"),
-        "pulsar broker": os.environ.get("PULSAR_VERSION", "3.0.7"),
+        "pulsar broker": os.environ.get("PULSAR_VERSION", "4.2.4"),
         "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
         "cores": os.cpu_count(),
         "memory": f'{os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30:.0f} GiB',

@@ -16,7 +16,8 @@
 # standalone can leave the bookie registration in a lock loop.
 #
 # Environment (defaults):
-#   PULSAR_VERSION=3.0.7                 broker version (from Maven Central)
+#   PULSAR_VERSION=4.2.4                 broker version (from Maven Central; 4.2.4 is the
+#                                        4.2 line TrustGraph deploys; 3.0.7 the 3.0 LTS)
 #   PULSAR_CACHE=~/.cache/tool-service/pulsar-$PULSAR_VERSION
 #   PULSAR_DATA=/tmp/tool-service-pulsar runtime dir: config, data, log, pid
 #   PULSAR_PORT=6650  PULSAR_HTTP_PORT=8080  PULSAR_BOOKIE_PORT=3181
@@ -30,7 +31,7 @@
 #                                        when the broker requires authentication
 set -euo pipefail
 
-PULSAR_VERSION="${PULSAR_VERSION:-3.0.7}"
+PULSAR_VERSION="${PULSAR_VERSION:-4.2.4}"
 PULSAR_CACHE="${PULSAR_CACHE:-$HOME/.cache/tool-service/pulsar-$PULSAR_VERSION}"
 PULSAR_DATA="${PULSAR_DATA:-/tmp/tool-service-pulsar}"
 PULSAR_PORT="${PULSAR_PORT:-6650}"
