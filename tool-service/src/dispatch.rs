@@ -464,7 +464,10 @@ fn panic_error(panic: &(dyn Any + Send)) -> ToolError {
         Some(detail) => format!("the tool handler panicked: {detail}"),
         None => String::from("the tool handler panicked"),
     };
-    tracing::error!(%message, "handler panicked");
+    tracing::error!(
+        panic = %crate::log_text::Untrusted::text(&message),
+        "handler panicked"
+    );
     ToolError::with_type(ToolError::HANDLER_PANIC, message)
 }
 

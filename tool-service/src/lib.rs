@@ -49,6 +49,7 @@ pub mod descriptor;
 pub mod dispatch;
 mod error;
 mod handshake;
+pub mod log_text;
 pub mod metrics;
 mod nodelay;
 mod registry;

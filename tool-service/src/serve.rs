@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use crate::broker::BrokerOptions;
 use crate::dispatch::{self, FrameSink};
+use crate::log_text::Untrusted;
 use crate::metrics::{Metrics, ServiceMetrics};
 use crate::wire::{Frame, UNKNOWN_ID};
 use crate::{Registry, Service, ToolError};
@@ -777,7 +778,7 @@ impl Worker {
         let id = crate::broker::message_id(&message)
             .unwrap_or(UNKNOWN_ID)
             .to_owned();
-        let span = tracing::info_span!("request", service = service.id(), request_id = %id);
+        let span = tracing::info_span!("request", service = service.id(), request_id = %Untrusted::id(&id));
         in_flight.spawn(
             async move {
                 if log_payloads {
@@ -807,7 +808,7 @@ impl Worker {
                         if result.is_ok() {
                             let elapsed = started.elapsed();
                             // The type only: messages may quote argument values.
-                            tracing::debug!(error = sink.failed.as_deref(), ?elapsed, "answered");
+                            tracing::debug!(error = sink.failed.as_deref().map(|kind| tracing::field::display(Untrusted::text(kind))), ?elapsed, "answered");
                             if sink.failed.as_deref() == Some(ToolError::RESPONSE_TOO_LARGE) {
                                 metrics.oversized();
                             }
@@ -910,7 +911,7 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
 /// persistent topic).
 async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSink<'_>) -> bool {
     let cause = crate::broker::describe_send_error(error);
-    tracing::error!(%cause, "cannot send the response");
+    tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response");
     let hint = if cause.contains("maximum message size") {
         "; if a topic policy sets a lower maxMessageSize than the broker, give it to serve with --max-message-size"
     } else {
@@ -924,7 +925,7 @@ async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSin
         Ok(()) => true,
         Err(error) => {
             let cause = crate::broker::describe_send_error(&error);
-            tracing::warn!(%cause, "cannot send the send-failed notice either; the request is returned to the broker");
+            tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker");
             false
         }
     }
@@ -934,13 +935,13 @@ async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSin
 fn log_payload(payload: &[u8]) {
     match crate::wire::Request::decode(payload) {
         Ok(request) => tracing::info!(
-            user = request.user.as_deref(),
-            config = %request.config,
-            arguments = %request.arguments,
+            user = request.user.as_deref().map(|user| tracing::field::display(Untrusted::id(user))),
+            config = %Untrusted::payload(&request.config),
+            arguments = %Untrusted::payload(&request.arguments),
             "request"
         ),
         Err(_) => tracing::info!(
-            payload = %String::from_utf8_lossy(payload),
+            payload = %Untrusted::payload(&String::from_utf8_lossy(payload)),
             "request (not decodable)"
         ),
     }
