@@ -57,12 +57,10 @@ impl<'a> Untrusted<'a> {
 
 impl fmt::Display for Untrusted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut shown = 0;
-        for c in self.text.chars() {
+        for (shown, c) in self.text.chars().enumerate() {
             if shown == self.limit {
                 return write!(f, "… ({} bytes)", self.text.len());
             }
-            shown += 1;
             match c {
                 '\n' => f.write_str("\\n")?,
                 '\r' => f.write_str("\\r")?,
