@@ -253,6 +253,36 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     let answer = whoami.call(&json!({}), &json!({})).await.unwrap();
     assert!(answer.contains("whoami-service"), "{answer}");
 
+    // The token from a file (trailing newline and all), as the README
+    // recommends: `whoami` replies from the replica that read it.
+    let token_file = material.dir.join("service.token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let file_replica = Replica::start_at(
+        PLAIN_URL,
+        "echo",
+        &[
+            "--only",
+            "whoami-service",
+            "--pulsar-api-key-file",
+            token_file.to_str().unwrap(),
+        ],
+    );
+    let empty = json!({});
+    let pids: std::collections::HashSet<u64> =
+        futures_util::future::join_all((0..20).map(|_| whoami.call(&empty, &empty)))
+            .await
+            .into_iter()
+            .map(|answer| {
+                serde_json::from_str::<serde_json::Value>(&answer.unwrap()).unwrap()["pid"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+    assert!(
+        pids.contains(&u64::from(file_replica.child.id())),
+        "the replica with --pulsar-api-key-file did not serve: {pids:?}"
+    );
+
     // Wrong settings stop `serve` at start-up with a sentence saying what to fix.
     let lines = refused(PLAIN_URL, &["--only", "whoami-service"], &[]);
     assert_said(
@@ -301,7 +331,7 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     assert!(!help.contains(token), "{help}");
 
     // Nothing the serving replicas logged, at debug level, holds the token.
-    for replica in [tls_replica, plain_replica] {
+    for replica in [tls_replica, plain_replica, file_replica] {
         let (status, lines) = replica.finish();
         assert!(status.success(), "{lines:#?}");
         let all = lines.join("\n");

@@ -74,6 +74,36 @@ impl BrokerOptions {
         &self.url
     }
 
+    /// What to warn about when a token would cross the network in clear
+    /// text: a token is set, the URL is `pulsar://` (not TLS), and the host
+    /// is not this machine. `serve` logs it at start-up.
+    ///
+    /// ```
+    /// use tool_service::broker::BrokerOptions;
+    ///
+    /// let remote = BrokerOptions::new("pulsar://pulsar:6650").with_api_key("t");
+    /// assert!(remote.cleartext_token_warning().unwrap().contains("pulsar+ssl://"));
+    /// let local = BrokerOptions::new("pulsar://127.0.0.1:6650").with_api_key("t");
+    /// assert_eq!(local.cleartext_token_warning(), None);
+    /// ```
+    pub fn cleartext_token_warning(&self) -> Option<String> {
+        self.api_key.as_ref()?;
+        if !self.url.starts_with("pulsar://") {
+            return None;
+        }
+        let address = broker_address(&self.url)?;
+        let host = host_of(&address);
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        (!loopback).then(|| {
+            format!(
+                "the Pulsar token is sent to {address} in clear text (pulsar://); anyone on the network path can read it. Use pulsar+ssl:// with --pulsar-tls-ca-file"
+            )
+        })
+    }
+
     /// Connects once: the client reconnects by itself afterwards, with
     /// exponential backoff up to the configured maximum.
     ///
@@ -447,6 +477,29 @@ mod tests {
         assert_eq!(broker_address("http://x"), None);
         assert_eq!(host_of("broker.example:6651"), "broker.example");
         assert_eq!(host_of("[::1]:6651"), "::1");
+    }
+
+    #[test]
+    fn a_token_in_clear_text_to_another_host_is_warned_about() {
+        let warned = |url: &str| {
+            BrokerOptions::new(url)
+                .with_api_key("t")
+                .cleartext_token_warning()
+        };
+        let warning = warned("pulsar://pulsar:6650").unwrap();
+        assert!(warning.contains("pulsar:6650 in clear text"), "{warning}");
+        assert!(warned("pulsar://10.0.0.5").is_some());
+        for quiet in [
+            "pulsar://127.0.0.1:6650",
+            "pulsar://127.3.4.5:6650",
+            "pulsar://localhost:6650",
+            "pulsar://[::1]:6650",
+            "pulsar+ssl://pulsar:6651",
+        ] {
+            assert_eq!(warned(quiet), None, "{quiet}");
+        }
+        let no_token = BrokerOptions::new("pulsar://pulsar:6650");
+        assert_eq!(no_token.cleartext_token_warning(), None);
         assert_eq!(broker_address("nonsense"), None);
     }
 

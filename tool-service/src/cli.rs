@@ -69,9 +69,19 @@ struct ServeArgs {
     /// The Pulsar broker.
     #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::broker::DEFAULT_PULSAR_URL)]
     pulsar_host: String,
-    /// A Pulsar token for authentication.
+    /// A Pulsar token for authentication. Prefer --pulsar-api-key-file or
+    /// the environment: other local users can read a process's arguments.
     #[arg(long, env = "PULSAR_API_KEY", hide_env_values = true)]
     pulsar_api_key: Option<String>,
+    /// A file holding the Pulsar token (read once at start; surrounding
+    /// whitespace is ignored).
+    #[arg(
+        long,
+        env = "PULSAR_API_KEY_FILE",
+        value_name = "FILE",
+        conflicts_with = "pulsar_api_key"
+    )]
+    pulsar_api_key_file: Option<PathBuf>,
     /// The advertised listener name to look topics up with.
     #[arg(long)]
     pulsar_listener: Option<String>,
@@ -199,6 +209,24 @@ where
 
 type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
+/// The token in `path`, without surrounding whitespace.
+fn read_token_file(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        format!(
+            "--pulsar-api-key-file {}: cannot read the token: {error}",
+            path.display()
+        )
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "--pulsar-api-key-file {}: the file is empty; it should hold the Pulsar token",
+            path.display()
+        ));
+    }
+    Ok(token.to_owned())
+}
+
 fn descriptors(
     registry: &Registry,
     dir: Option<&Path>,
@@ -247,7 +275,11 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         .into());
     }
     let mut broker = crate::broker::BrokerOptions::new(args.pulsar_host);
-    if let Some(token) = args.pulsar_api_key.filter(|token| !token.is_empty()) {
+    let token = match &args.pulsar_api_key_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => args.pulsar_api_key.filter(|token| !token.is_empty()),
+    };
+    if let Some(token) = token {
         broker = broker.with_api_key(token);
     }
     if let Some(path) = args.pulsar_tls_ca_file {
@@ -473,6 +505,32 @@ mod tests {
         let (code, _, err) = run(&["bin", "serve", "--concurrency", "0"]);
         assert_eq!(code, ExitCode::from(2));
         assert!(err.contains("--concurrency"), "{err}");
+    }
+
+    #[test]
+    fn the_token_file_is_read_once_and_trimmed() {
+        let dir = std::env::temp_dir().join(format!("tool-service-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        std::fs::write(&path, "  eyJ-token\n\n").unwrap();
+        assert_eq!(read_token_file(&path).unwrap(), "eyJ-token");
+        std::fs::write(&path, " \n").unwrap();
+        assert!(read_token_file(&path)
+            .unwrap_err()
+            .contains("the file is empty"));
+        let missing = read_token_file(&dir.join("missing")).unwrap_err();
+        assert!(missing.contains("cannot read the token"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let (code, _, err) = run(&[
+            "bin",
+            "serve",
+            "--pulsar-api-key",
+            "t",
+            "--pulsar-api-key-file",
+            "f",
+        ]);
+        assert_eq!(code, ExitCode::from(2));
+        assert!(err.contains("cannot be used with"), "{err}");
     }
 
     #[test]

@@ -332,6 +332,9 @@ impl Serving {
                 return Err(unknown_service(registry, id));
             }
         }
+        if let Some(warning) = options.broker.cleartext_token_warning() {
+            tracing::warn!("{warning}");
+        }
         let metrics = Arc::new(Metrics::new());
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = match options.metrics {
