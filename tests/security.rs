@@ -1,5 +1,6 @@
 //! Findings of a security review, each proven on a live `serve`: untrusted
-//! text in logs. Needs a broker: `scripts/pulsar.sh start`.
+//! text in logs, idle connections to the metrics endpoint. Needs a broker:
+//! `scripts/pulsar.sh start`.
 
 mod support;
 
@@ -84,4 +85,74 @@ async fn untrusted_text_is_logged_escaped_on_one_bounded_line() {
     }
     assert!(all.contains(&format!("request_id={}… (100000 bytes)", "i".repeat(200))));
     assert!(all.contains(r"\u{1b}[2J not json\nINFO forged"));
+}
+
+/// Open file descriptors of a process.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("read /proc/PID/fd")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_metrics_connections_cannot_pile_up() {
+    let port = support::free_port();
+    let replica = Replica::spawn_at(
+        &support::require_broker(),
+        "echo",
+        &[
+            "--only",
+            "whoami-service",
+            "--metrics-address",
+            "127.0.0.1",
+            "--metrics-port",
+            &port.to_string(),
+        ],
+    );
+    let started = replica.wait_for_log(" ready", Duration::from_secs(60));
+    assert!(
+        started
+            .iter()
+            .any(|line| line.contains(&format!("metrics on http://127.0.0.1:{port}/metrics"))),
+        "{}",
+        started.join("\n")
+    );
+    let whoami = support::client("non-persistent", "whoami").await;
+    whoami.call(&json!({}), &json!({})).await.unwrap();
+    let pid = replica.child.id();
+    let before = open_fds(pid);
+
+    // Far more idle connections than the endpoint serves at once, held open.
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let during = open_fds(pid);
+    assert!(
+        during <= before + tool_service::metrics::MAX_CONNECTIONS + 4,
+        "{during} descriptors open with 300 idle metrics connections, {before} before"
+    );
+    // Tool calls go on meanwhile.
+    let answer = whoami.call(&json!({}), &json!({})).await.unwrap();
+    assert!(answer.contains("whoami-service"));
+    // The idle ones time out, and a scrape gets through while the 300
+    // sockets are still held open on this side.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let scraped = std::panic::catch_unwind(|| support::scrape(port));
+        match scraped {
+            Ok((status, body)) if status.contains("200") => {
+                assert!(body.contains("whoami-service"));
+                break;
+            }
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "the metrics endpoint stayed unusable: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(idle);
+    let (status, _) = replica.finish();
+    assert!(status.success());
 }

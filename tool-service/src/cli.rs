@@ -117,9 +117,14 @@ struct ServeArgs {
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     grace_period: u64,
-    /// Serve Prometheus metrics on this port, on every interface.
+    /// Serve Prometheus metrics on this port.
     #[arg(short = 'P', long, default_value_t = crate::metrics::DEFAULT_METRICS_PORT, value_name = "PORT")]
     metrics_port: u16,
+    /// The address to serve metrics on; the default, every interface, is
+    /// what TrustGraph's processors do and what a scraper in another
+    /// container needs.
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDRESS")]
+    metrics_address: std::net::IpAddr,
     /// Serve Prometheus metrics (the default; see --no-metrics).
     #[arg(long, overrides_with = "no_metrics")]
     metrics: bool,
@@ -295,7 +300,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     options.log_payloads = args.log_payloads;
     if !args.no_metrics {
         options.metrics = Some(std::net::SocketAddr::from((
-            [0, 0, 0, 0],
+            args.metrics_address,
             args.metrics_port,
         )));
     }
@@ -491,6 +496,18 @@ mod tests {
         assert!(!args.no_metrics);
         assert!(serve_args(&["--metrics", "--no-metrics"]).no_metrics);
         assert_eq!(serve_args(&[]).metrics_port, 8000);
+        assert_eq!(
+            serve_args(&[]).metrics_address,
+            std::net::IpAddr::from([0, 0, 0, 0])
+        );
+        assert_eq!(
+            serve_args(&["--metrics-address", "127.0.0.1"]).metrics_address,
+            std::net::IpAddr::from([127, 0, 0, 1])
+        );
+        assert_eq!(
+            serve_args(&["--metrics-address", "::1"]).metrics_address,
+            "::1".parse::<std::net::IpAddr>().unwrap()
+        );
     }
 
     #[test]
