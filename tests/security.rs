@@ -1,6 +1,6 @@
 //! Findings of a security review, each proven on a live `serve`: untrusted
-//! text in logs, idle connections to the metrics endpoint. Needs a broker:
-//! `scripts/pulsar.sh start`.
+//! text in logs, idle connections to the metrics endpoint, TCP_NODELAY set
+//! on broker connections only. Needs a broker: `scripts/pulsar.sh start`.
 
 mod support;
 
@@ -155,4 +155,74 @@ async fn idle_metrics_connections_cannot_pile_up() {
     drop(idle);
     let (status, _) = replica.finish();
     assert!(status.success());
+}
+
+/// Says hi.
+#[tool_service::tool_service(topic = "it-security-hi")]
+async fn hi() -> &'static str {
+    "hi"
+}
+
+/// TCP_NODELAY of this process's TCP sockets connected to `peer`.
+fn nodelay_of_sockets_to(peer: std::net::SocketAddr) -> Vec<bool> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+        if !is_socket {
+            continue;
+        }
+        // SAFETY: borrowed for two system calls while this test's own
+        // sockets stay open.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let socket = socket2::SockRef::from(&fd);
+        let to_peer = socket
+            .peer_addr()
+            .ok()
+            .and_then(|address| address.as_socket())
+            .is_some_and(|address| address == peer);
+        if to_peer {
+            found.push(socket.tcp_nodelay().unwrap());
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodelay_is_set_on_broker_connections_and_no_other_socket() {
+    let url = support::require_broker();
+    let broker: std::net::SocketAddr = url
+        .trim_start_matches("pulsar://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("PULSAR_URL as pulsar://IP:PORT");
+    // A local service of the process's own on the broker's port, at
+    // another loopback address.
+    let neighbour = std::net::TcpListener::bind(("127.0.0.2", broker.port()))
+        .expect("bind 127.0.0.2 on the broker's port");
+    let to_neighbour = std::net::TcpStream::connect(neighbour.local_addr().unwrap()).unwrap();
+    let serving = support::InProcess::start(&["it-security-hi-service"]).await;
+    let mut raw = RawTopic::open("non-persistent", "it-security-hi").await;
+    let (_, frames) = raw.exchange(b"{}", Some("hi-1")).await;
+    assert_eq!(frames[0].response, "hi");
+    // The ticker runs every second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let to_broker = nodelay_of_sockets_to(broker);
+    assert!(!to_broker.is_empty(), "no connection to the broker found");
+    assert!(
+        to_broker.iter().all(|on| *on),
+        "a broker connection without TCP_NODELAY: {to_broker:?}"
+    );
+    assert!(
+        !to_neighbour.nodelay().unwrap(),
+        "TCP_NODELAY was set on a socket to another address on the broker's port"
+    );
+    serving.stop().await;
 }

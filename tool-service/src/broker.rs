@@ -139,10 +139,10 @@ impl BrokerOptions {
             })?;
         }
         let pulsar = builder.build().await?;
-        if let Some(port) =
-            broker_address(&self.url).and_then(|address| address.rsplit_once(':')?.1.parse().ok())
-        {
-            crate::nodelay::watch(port);
+        if let Some(address) = broker_address(&self.url) {
+            if let Ok(addresses) = tokio::net::lookup_host(address.as_str()).await {
+                crate::nodelay::watch(addresses);
+            }
         }
         Ok(pulsar)
     }
