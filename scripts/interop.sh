@@ -9,6 +9,6 @@ cd "$(dirname "$0")/.."
 source scripts/broker-env.sh
 PYTHON="$(scripts/python-peer.sh)"
 cargo build --examples --locked
-export TOOL_SERVICE_EXAMPLES="$PWD/target/debug/examples"
+export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 echo "==> interop suite (TrustGraph $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trustgraph-base"))'))" >&2
 "$PYTHON" -m pytest interop -q -p no:cacheprovider "$@"

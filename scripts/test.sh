@@ -29,5 +29,5 @@ echo "==> unit, doc, ui and integration tests" >&2
 cargo test --workspace --locked
 
 echo "==> interop with TrustGraph's Python client" >&2
-export TOOL_SERVICE_EXAMPLES="$PWD/target/debug/examples"
+export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider
