@@ -226,3 +226,190 @@ async fn nodelay_is_set_on_broker_connections_and_no_other_socket() {
     );
     serving.stop().await;
 }
+
+/// Echo, on a topic a hostile producer writes to.
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service::tool_service(topic = "it-hostile-batch")]
+async fn hostile_echo(text: String) -> String {
+    text
+}
+
+/// Echo, on persistent topics a hostile producer writes to.
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service::tool_service(
+    topic = "it-hostile-batch-persistent",
+    request_queue = "persistent://tg/request/it-hostile-batch-persistent",
+    response_queue = "persistent://tg/response/it-hostile-batch-persistent"
+)]
+async fn hostile_durable_echo(text: String) -> String {
+    text
+}
+
+/// A producer that speaks the Pulsar protocol itself, to set what a
+/// well-behaved client never would: here `num_messages_in_batch`.
+struct HostileProducer {
+    framed: tokio_util::codec::Framed<tokio::net::TcpStream, tool_service::pulsar::message::Codec>,
+    sequence: u64,
+}
+
+impl HostileProducer {
+    async fn open(topic: &str) -> Self {
+        use futures_util::{SinkExt, StreamExt};
+        use tool_service::pulsar::message::Message;
+        use tool_service::pulsar::proto::{self, base_command::Type};
+        let url = support::require_broker();
+        let address = url.trim_start_matches("pulsar://").trim_end_matches('/');
+        let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let mut framed =
+            tokio_util::codec::Framed::new(stream, tool_service::pulsar::message::Codec);
+        let command = |command: proto::BaseCommand| Message {
+            command,
+            payload: None,
+        };
+        framed
+            .send(command(proto::BaseCommand {
+                r#type: Type::Connect as i32,
+                connect: Some(proto::CommandConnect {
+                    client_version: "hostile".into(),
+                    protocol_version: Some(12),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }))
+            .await
+            .unwrap();
+        let connected = framed.next().await.unwrap().unwrap();
+        assert!(
+            connected.command.connected.is_some(),
+            "{:?}",
+            connected.command
+        );
+        framed
+            .send(command(proto::BaseCommand {
+                r#type: Type::Producer as i32,
+                producer: Some(proto::CommandProducer {
+                    topic: topic.to_owned(),
+                    producer_id: 1,
+                    request_id: 1,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }))
+            .await
+            .unwrap();
+        loop {
+            let answer = framed.next().await.unwrap().unwrap();
+            if let Some(success) = answer.command.producer_success {
+                assert!(success.producer_ready.unwrap_or(true));
+                break;
+            }
+            assert!(answer.command.error.is_none(), "{:?}", answer.command);
+        }
+        Self {
+            framed,
+            sequence: 0,
+        }
+    }
+
+    /// Publishes `payload` with the `id` property and the given batch count;
+    /// returns the broker's answer (a receipt or an error).
+    async fn send(&mut self, payload: &[u8], id: &str, batch: i32) -> String {
+        use futures_util::{SinkExt, StreamExt};
+        use tool_service::pulsar::message::Message;
+        use tool_service::pulsar::proto::{self, base_command::Type};
+        self.sequence += 1;
+        let metadata = proto::MessageMetadata {
+            producer_name: "hostile".into(),
+            sequence_id: self.sequence,
+            publish_time: 1,
+            properties: vec![proto::KeyValue {
+                key: "id".into(),
+                value: id.into(),
+            }],
+            uncompressed_size: Some(payload.len() as u32),
+            num_messages_in_batch: Some(batch),
+            ..Default::default()
+        };
+        self.framed
+            .send(Message {
+                command: proto::BaseCommand {
+                    r#type: Type::Send as i32,
+                    send: Some(proto::CommandSend {
+                        producer_id: 1,
+                        sequence_id: self.sequence,
+                        num_messages: Some(batch),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                payload: Some(tool_service::pulsar::Payload {
+                    metadata,
+                    data: payload.to_vec(),
+                }),
+            })
+            .await
+            .unwrap();
+        match tokio::time::timeout(Duration::from_secs(5), self.framed.next()).await {
+            Ok(Some(Ok(answer))) => format!(
+                "receipt {:?} error {:?}",
+                answer.command.send_receipt.map(|r| r.sequence_id),
+                answer.command.send_error.map(|e| e.message)
+            ),
+            other => format!("no answer: {other:?}"),
+        }
+    }
+}
+
+/// Small batch counts a well-behaved producer never sets on a single
+/// message. (Large ones stall the subscription inside the broker, for every
+/// consumer; see `docs/upstream-reports.md`.)
+const HOSTILE_COUNTS: [i32; 4] = [-1, 2, 0, 3];
+
+/// Each small hostile batch count costs only its own message: the client
+/// cannot decode it and skips it, and the service goes on answering without
+/// re-subscribing.
+async fn survives_hostile_batch_counts(persistence: &str, topic: &str, service: &str) {
+    let serving = support::InProcess::start(&[service]).await;
+    let mut raw = RawTopic::open(persistence, topic).await;
+    let mut hostile = HostileProducer::open(&format!("{persistence}://tg/request/{topic}")).await;
+    for (n, count) in HOSTILE_COUNTS.into_iter().enumerate() {
+        let request = Request::new(json!({}), json!({ "text": format!("hostile {count}") }));
+        let receipt = hostile
+            .send(&request.encode(), &format!("hostile-{n}"), count)
+            .await;
+        assert!(receipt.starts_with("receipt Some"), "{receipt}");
+        for m in 0..20 {
+            let id = format!("after-{n}-{m}");
+            let ok = Request::new(json!({}), json!({ "text": id }));
+            let (answered, frames) = raw.exchange(&ok.encode(), Some(&id)).await;
+            assert_eq!(answered, id, "after a batch count of {count}");
+            assert_eq!(frames[0].response, id);
+        }
+    }
+    let reports = serving.stop().await;
+    assert_eq!(reports[service].answered, 20 * HOSTILE_COUNTS.len() as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_batch_counts_on_a_non_persistent_topic() {
+    survives_hostile_batch_counts(
+        "non-persistent",
+        "it-hostile-batch",
+        "it-hostile-batch-service",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_batch_counts_on_a_persistent_topic() {
+    survives_hostile_batch_counts(
+        "persistent",
+        "it-hostile-batch-persistent",
+        "it-hostile-batch-persistent-service",
+    )
+    .await;
+}

@@ -292,6 +292,23 @@ pub(crate) fn describe_send_error(error: &pulsar::Error) -> String {
     }
 }
 
+/// Whether an error from a consumer's stream means the consumer is gone
+/// (the client could not re-create it, and nothing more will come), rather
+/// than one message it could not decode (a bad batch count, an unknown
+/// compression: the consumer goes on).
+pub(crate) fn consumer_lost(error: &pulsar::Error) -> bool {
+    use pulsar::error::{ConnectionError, ConsumerError};
+    !matches!(
+        error,
+        pulsar::Error::Connection(ConnectionError::Decoding(_))
+            | pulsar::Error::Consumer(
+                ConsumerError::Io(_)
+                    | ConsumerError::MissingPayload(_)
+                    | ConsumerError::Connection(ConnectionError::Decoding(_))
+            )
+    )
+}
+
 /// The detail the Pulsar client logged for its last refused connection.
 static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
 
@@ -529,6 +546,27 @@ mod tests {
         assert_eq!(describe_send_error(&other).chars().count(), 301);
         let short = pulsar::Error::Custom(String::from("timed out"));
         assert_eq!(describe_send_error(&short), "error: timed out");
+    }
+
+    #[test]
+    fn undecodable_messages_do_not_count_as_a_lost_consumer() {
+        use pulsar::error::{ConnectionError, ConsumerError};
+        let bad_batch = pulsar::Error::Connection(ConnectionError::Decoding(String::from(
+            "Error decoding batched messages",
+        )));
+        assert!(!consumer_lost(&bad_batch));
+        let bad_compression = pulsar::Error::Consumer(ConsumerError::Io(std::io::Error::other(
+            "unknown compression type 9",
+        )));
+        assert!(!consumer_lost(&bad_compression));
+        let gone = pulsar::Error::Connection(ConnectionError::PulsarError(
+            Some(pulsar::proto::ServerError::TopicNotFound),
+            Some(String::from("Topic does not exist")),
+        ));
+        assert!(consumer_lost(&gone));
+        assert!(consumer_lost(&pulsar::Error::Consumer(
+            ConsumerError::Closed
+        )));
     }
 
     #[test]

@@ -635,10 +635,7 @@ impl Worker {
                 _ = stop_requested(&mut stopped) => break,
                 Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                     self.settle(done, &mut report).await;
-                    while in_flight.len() < self.concurrency {
-                        let Some(message) = backlog.pop_front() else { break };
-                        self.spawn(&mut in_flight, message, None);
-                    }
+                    self.start_waiting(&mut in_flight, &mut backlog);
                 }
                 // A persistent topic keeps what we do not take; a
                 // non-persistent one drops it, so there we always read and
@@ -662,6 +659,12 @@ impl Worker {
                             self.spawn(&mut in_flight, message, Some(error));
                         }
                     }
+                    // A message the client cannot decode (a hostile
+                    // producer's batch count, an unknown compression) is
+                    // skipped; the consumer goes on.
+                    Some(Err(error)) if !crate::broker::consumer_lost(&error) => {
+                        tracing::warn!(service = self.service.id(), error = %Untrusted::text(&error.to_string()), "a request the Pulsar client cannot decode was skipped");
+                    }
                     // The client reports a consumer it could not re-create
                     // (e.g. the topic was deleted and could not be created
                     // again) as one error, after which the stream stays
@@ -669,14 +672,22 @@ impl Worker {
                     // subscribe again rather than fall silent.
                     Some(Err(error)) => {
                         tracing::error!(service = self.service.id(), %error, "the request consumer failed; subscribing again");
-                        if !self.resubscribe(&mut stopped).await {
-                            break;
+                        match self.resubscribe(&mut stopped).await {
+                            Some(handed_over) => {
+                            backlog.extend(handed_over);
+                            self.start_waiting(&mut in_flight, &mut backlog);
+                        }
+                            None => break,
                         }
                     }
                     None => {
                         tracing::error!(service = self.service.id(), "the request stream ended; subscribing again");
-                        if !self.resubscribe(&mut stopped).await {
-                            break;
+                        match self.resubscribe(&mut stopped).await {
+                            Some(handed_over) => {
+                            backlog.extend(handed_over);
+                            self.start_waiting(&mut in_flight, &mut backlog);
+                        }
+                            None => break,
                         }
                     }
                 },
@@ -736,31 +747,59 @@ impl Worker {
         report
     }
 
-    /// Replaces a failed consumer, retrying with backoff until it works
-    /// (true) or a stop is requested (false). Requests the old consumer
-    /// handed over are still answered and acknowledged; on a persistent
+    /// Replaces the consumer with a new one on the same subscription,
+    /// retrying with backoff until that works, or until a stop is requested
+    /// (`None`). The new consumer is subscribed before the old one is
+    /// closed, so a non-persistent topic loses nothing in between; requests
+    /// the old one had already received are handed over. On a persistent
     /// topic the broker may deliver those not acknowledged yet once more.
-    async fn resubscribe(&mut self, stopped: &mut watch::Receiver<bool>) -> bool {
-        if let Err(error) = self.consumer.close().await {
-            tracing::debug!(service = self.service.id(), %error, "closing the failed consumer");
-        }
+    async fn resubscribe(
+        &mut self,
+        stopped: &mut watch::Receiver<bool>,
+    ) -> Option<Vec<RequestMessage>> {
         let mut backoff = Duration::from_millis(100);
-        loop {
+        let consumer = loop {
             match subscribe(&self.pulsar, self.service, self.permits).await {
-                Ok(consumer) => {
-                    self.consumer = consumer;
-                    tracing::info!(service = self.service.id(), "subscribed again");
-                    return true;
-                }
+                Ok(consumer) => break consumer,
                 Err(error) => {
                     tracing::warn!(service = self.service.id(), %error, retry_in = ?backoff, "cannot subscribe again; retrying");
                 }
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
-                _ = stop_requested(stopped) => return false,
+                _ = stop_requested(stopped) => return None,
             }
             backoff = (backoff * 2).min(Duration::from_secs(3));
+        };
+        let mut old = std::mem::replace(&mut self.consumer, consumer);
+        let mut handed_over = Vec::new();
+        while let Some(Some(Ok(message))) = futures_util::FutureExt::now_or_never(old.next()) {
+            handed_over.push(message);
+        }
+        // Dropped, not closed: `close` goes through the consumer's engine,
+        // which may be stuck delivering to a queue nobody reads any more.
+        // Dropping the queue stops the engine, and the engine closes the
+        // consumer on the broker as it goes.
+        drop(old);
+        tracing::info!(
+            service = self.service.id(),
+            handed_over = handed_over.len(),
+            "subscribed again"
+        );
+        Some(handed_over)
+    }
+
+    /// Starts waiting requests while there is room.
+    fn start_waiting(
+        &self,
+        in_flight: &mut JoinSet<(RequestMessage, bool)>,
+        backlog: &mut VecDeque<RequestMessage>,
+    ) {
+        while in_flight.len() < self.concurrency {
+            let Some(message) = backlog.pop_front() else {
+                break;
+            };
+            self.spawn(in_flight, message, None);
         }
     }
 
