@@ -83,15 +83,13 @@ impl Metrics {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let mut out = String::new();
-        family(
+        per_service(
             &mut out,
             "tg_dynamic_tool_service_invocation_total",
             "counter",
             "Dynamic tool service invocation count",
             &services,
-            |out, name, service| {
-                per_processor(out, name, service, service.ok.load(Ordering::Relaxed));
-            },
+            |service| service.ok.load(Ordering::Relaxed).to_string(),
         );
         family(
             &mut out,
@@ -159,50 +157,29 @@ impl Metrics {
                 }
             },
         );
-        family(
+        per_service(
             &mut out,
             "tg_tool_service_oversized_responses_total",
             "counter",
             "Responses too large for the broker's maximum message size",
             &services,
-            |out, name, service| {
-                per_processor(
-                    out,
-                    name,
-                    service,
-                    service.oversized.load(Ordering::Relaxed),
-                );
-            },
+            |service| service.oversized.load(Ordering::Relaxed).to_string(),
         );
-        family(
+        per_service(
             &mut out,
             "tg_tool_service_send_failures_total",
             "counter",
             "Response frames the broker did not take",
             &services,
-            |out, name, service| {
-                per_processor(
-                    out,
-                    name,
-                    service,
-                    service.send_failures.load(Ordering::Relaxed),
-                );
-            },
+            |service| service.send_failures.load(Ordering::Relaxed).to_string(),
         );
-        family(
+        per_service(
             &mut out,
             "tg_tool_service_in_flight",
             "gauge",
             "Requests being handled",
             &services,
-            |out, name, service| {
-                per_processor(
-                    out,
-                    name,
-                    service,
-                    service.in_flight.load(Ordering::Relaxed),
-                );
-            },
+            |service| service.in_flight.load(Ordering::Relaxed).to_string(),
         );
         out
     }
@@ -221,6 +198,20 @@ fn family(
     for service in services {
         samples(out, name, service);
     }
+}
+
+/// A family of one sample per service, labelled with the service only.
+fn per_service(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    services: &[Arc<ServiceMetrics>],
+    value: impl Fn(&ServiceMetrics) -> String,
+) {
+    family(out, name, kind, help, services, |out, name, service| {
+        per_processor(out, name, service, value(service));
+    });
 }
 
 /// One sample labelled with the service only.
