@@ -850,7 +850,7 @@ impl Worker {
                         if result.is_ok() {
                             let elapsed = started.elapsed();
                             // The type only: messages may quote argument values.
-                            tracing::debug!(error = sink.failed.as_deref().map(|kind| tracing::field::display(Untrusted::text(kind))), ?elapsed, "answered");
+                            tracing::debug!(error = sink.failed.as_deref().map(|kind| tracing::field::debug(Untrusted::text(kind))), ?elapsed, "answered");
                             if sink.failed.as_deref() == Some(ToolError::RESPONSE_TOO_LARGE) {
                                 metrics.oversized();
                             }
@@ -977,7 +977,7 @@ async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSin
 fn log_payload(payload: &[u8]) {
     match crate::wire::Request::decode(payload) {
         Ok(request) => tracing::info!(
-            user = request.user.as_deref().map(|user| tracing::field::display(Untrusted::id(user))),
+            user = request.user.as_deref().map(|user| tracing::field::debug(Untrusted::id(user))),
             config = %Untrusted::payload(&request.config),
             arguments = %Untrusted::payload(&request.arguments),
             "request"
