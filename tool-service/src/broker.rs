@@ -2,14 +2,13 @@
 //! process.
 
 use std::fmt;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use pulsar::{
     Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
 };
 
-pub use crate::handshake::{BrokerInfo, HandshakeError};
+pub use crate::handshake::{BrokerInfo, HandshakeError, Refusal};
 
 /// The default broker: a local standalone Pulsar.
 pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
@@ -167,17 +166,12 @@ impl BrokerOptions {
             let error = match self.handshake().await {
                 Ok(info) => match self.connect().await {
                     Ok(pulsar) => return Ok((pulsar, info)),
-                    Err(error) => match refusal(&error) {
-                        // The broker refused our credentials or we refused
-                        // its certificate: trying again cannot help.
-                        Some(cause) => {
-                            return Err(pulsar::Error::Custom(self.explain_refusal(&cause)))
-                        }
-                        None => error,
-                    },
+                    Err(error) => error,
                 },
-                Err(HandshakeError::Refused(cause)) => {
-                    return Err(pulsar::Error::Custom(self.explain_refusal(&cause)))
+                // The broker refused our credentials or we refused its
+                // certificate: trying again cannot help.
+                Err(refused @ HandshakeError::Refused { .. }) => {
+                    return Err(pulsar::Error::Custom(self.explain_refusal(&refused)))
                 }
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
@@ -229,35 +223,20 @@ impl BrokerOptions {
         .await
     }
 
-    /// What to change after a refusal whose client-reported cause is `cause`.
-    fn explain_refusal(&self, cause: &str) -> String {
-        let hint = if cause.contains("ertificate") {
-            match &self.tls_ca_file {
-                None => String::from("the broker's TLS certificate is not trusted: pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)"),
-                Some(path) => format!("the broker's TLS certificate is not trusted by the CA in {}, or does not name this host", path.display()),
-            }
-        } else if self.api_key.is_none() {
-            String::from("the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY)")
-        } else {
-            String::from("the broker rejected the token given with --pulsar-api-key (or PULSAR_API_KEY): it is wrong, expired, or signed with another key")
+    /// What to change after a refusal in the handshake.
+    fn explain_refusal(&self, refused: &HandshakeError) -> String {
+        let HandshakeError::Refused { reason, cause } = refused else {
+            return refused.to_string();
         };
-        format!("{hint} (the Pulsar client reported: {cause})")
+        let hint = match (reason, &self.tls_ca_file) {
+            (Refusal::UntrustedCertificate, None) => String::from("the broker's TLS certificate is not trusted: pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)"),
+            (Refusal::UntrustedCertificate, Some(path)) => format!("the broker's TLS certificate is not trusted by the CA in {}, or does not name this host", path.display()),
+            (Refusal::Unauthenticated, _) if self.api_key.is_none() => String::from("the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY), better from a file with --pulsar-api-key-file"),
+            (Refusal::Unauthenticated, _) => String::from("the broker rejected the token given with --pulsar-api-key (or PULSAR_API_KEY): it is wrong, expired, or signed with another key"),
+            (Refusal::Configuration, _) => String::from("the TLS settings cannot be used"),
+        };
+        format!("{hint} (the broker said: {cause})")
     }
-}
-
-/// The client's detail when it gave up on the broker for good because of
-/// authentication or a TLS certificate (not a network error, and not a
-/// broker that is still starting).
-fn refusal(error: &pulsar::Error) -> Option<String> {
-    // The client has no error variant for it: it says so in the message, and
-    // logs the detail (see `forward_client_logs`).
-    if !error
-        .to_string()
-        .contains("fatal error when connecting to the Pulsar server")
-    {
-        return None;
-    }
-    take_refusal().filter(|cause| cause.contains("Authentication") || cause.contains("ertificate"))
 }
 
 /// A client error as a sentence: its own message, without the `error: `
@@ -309,22 +288,11 @@ pub(crate) fn consumer_lost(error: &pulsar::Error) -> bool {
     )
 }
 
-/// The detail the Pulsar client logged for its last refused connection.
-static REFUSAL: Mutex<Option<String>> = Mutex::new(None);
-
-fn take_refusal() -> Option<String> {
-    REFUSAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-}
-
 /// Forwards the Pulsar client's warnings and errors (it logs through the
-/// `log` crate) into `tracing`, and keeps the detail of a refused connection
-/// for the start-up error. Lower levels stay off: the client's trace output
-/// would include the authentication token. Does nothing if the process has
-/// a `log` logger already. `serve` from the command line calls it; call it
-/// once before [`crate::serve::serve`] to get the same start-up errors.
+/// `log` crate) into `tracing`. Lower levels stay off: the client's trace
+/// output would include the authentication token. Does nothing if the
+/// process has a `log` logger already. `serve` from the command line calls
+/// it.
 ///
 /// ```
 /// tool_service::broker::forward_client_logs();
@@ -347,11 +315,6 @@ impl log::Log for ClientLog {
             return;
         }
         let message = record.args().to_string();
-        if let Some(detail) = message.strip_prefix("connection error, not retryable: ") {
-            *REFUSAL
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(detail.to_owned());
-        }
         let target = record.target();
         if record.level() == log::Level::Error {
             tracing::error!(client = target, "{message}");

@@ -46,9 +46,31 @@ pub enum HandshakeError {
     #[error("{0}")]
     Unreachable(#[source] io::Error),
     /// The broker refused our credentials, or we refused its TLS
-    /// certificate: trying again cannot help. The text is the cause.
-    #[error("{0}")]
-    Refused(String),
+    /// certificate: trying again cannot help.
+    #[error("{cause}")]
+    Refused {
+        /// What was refused.
+        reason: Refusal,
+        /// The broker's or the TLS library's own words.
+        cause: String,
+    },
+}
+
+/// What a [`HandshakeError::Refused`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The broker refused the token, or wants one.
+    Unauthenticated,
+    /// The broker's TLS certificate is not trusted (or does not name the host).
+    UntrustedCertificate,
+    /// The TLS settings themselves cannot be used (an unreadable CA file, a
+    /// host that is not a valid server name).
+    Configuration,
+}
+
+fn refused(reason: Refusal, cause: String) -> HandshakeError {
+    HandshakeError::Refused { reason, cause }
 }
 
 /// How long one handshake may take, connecting included.
@@ -91,12 +113,15 @@ async fn exchange(target: &Target<'_>) -> Result<BrokerInfo, HandshakeError> {
         Some(host) => {
             let connector = tls_connector(target.tls_ca_file)?;
             let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| {
-                HandshakeError::Refused(format!("`{host}` is not a valid TLS server name"))
+                refused(
+                    Refusal::Configuration,
+                    format!("`{host}` is not a valid TLS server name"),
+                )
             })?;
             let stream =
                 connector.connect(name, stream).await.map_err(
                     |error| match certificate_problem(&error) {
-                        Some(cause) => HandshakeError::Refused(cause),
+                        Some(cause) => refused(Refusal::UntrustedCertificate, cause),
                         None => HandshakeError::Unreachable(error),
                     },
                 )?;
@@ -113,19 +138,19 @@ fn tls_connector(
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = ca_file {
-        let refused = |detail: String| {
-            HandshakeError::Refused(format!(
-                "cannot read the CA file {}: {detail}",
-                path.display()
-            ))
+        let unusable = |detail: String| {
+            refused(
+                Refusal::Configuration,
+                format!("cannot read the CA file {}: {detail}", path.display()),
+            )
         };
-        let pem = std::fs::read(path).map_err(|error| refused(error.to_string()))?;
-        for certificate in pem::parse_many(pem).map_err(|error| refused(error.to_string()))? {
+        let pem = std::fs::read(path).map_err(|error| unusable(error.to_string()))?;
+        for certificate in pem::parse_many(pem).map_err(|error| unusable(error.to_string()))? {
             roots
                 .add(rustls::pki_types::CertificateDer::from(
                     certificate.contents().to_vec(),
                 ))
-                .map_err(|error| refused(error.to_string()))?;
+                .map_err(|error| unusable(error.to_string()))?;
         }
     }
     let config = rustls::ClientConfig::builder()
@@ -207,7 +232,7 @@ fn read_answer(answer: Message) -> Result<BrokerInfo, HandshakeError> {
         return Err(match kind {
             Some(
                 proto::ServerError::AuthenticationError | proto::ServerError::AuthorizationError,
-            ) => HandshakeError::Refused(cause),
+            ) => refused(Refusal::Unauthenticated, cause),
             _ => HandshakeError::Unreachable(io::Error::other(cause)),
         });
     }
@@ -271,7 +296,8 @@ mod tests {
             })
         };
         match read_answer(error(proto::ServerError::AuthenticationError)) {
-            Err(HandshakeError::Refused(cause)) => {
+            Err(HandshakeError::Refused { reason, cause }) => {
+                assert_eq!(reason, Refusal::Unauthenticated);
                 assert_eq!(cause, "AuthenticationError: detail");
             }
             other => panic!("{other:?}"),
