@@ -218,3 +218,24 @@ fn call_holds_a_service_to_its_timeout_attribute() {
         "{stdout}"
     );
 }
+
+#[test]
+fn call_holds_a_result_to_the_default_maximum_message_size() {
+    let output = std::process::Command::new(support::example("echo"))
+        .args(["call", "blob", "--args", r#"{"bytes": 6000000}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains(r#""type":"response-too-large""#)
+            && stdout.contains("maximum message size of 5242880 bytes"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+    let fits = std::process::Command::new(support::example("echo"))
+        .args(["call", "blob", "--args", r#"{"bytes": 5000000}"#])
+        .output()
+        .unwrap();
+    assert_eq!(fits.status.code(), Some(0));
+}
