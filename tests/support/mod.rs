@@ -150,6 +150,9 @@ pub fn example(name: &str) -> PathBuf {
 pub struct Replica {
     pub child: Child,
     pub log: mpsc::Receiver<String>,
+    /// Every line read so far (by `wait_for_log`), so that `finish` can
+    /// return the whole life of the replica, start-up included.
+    read: std::sync::Mutex<Vec<String>>,
 }
 
 impl Replica {
@@ -195,7 +198,11 @@ impl Replica {
                 }
             }
         });
-        Self { child, log }
+        Self {
+            child,
+            log,
+            read: std::sync::Mutex::new(Vec::new()),
+        }
     }
 
     /// Waits for a log line containing `needle`; returns the lines seen.
@@ -207,6 +214,7 @@ impl Replica {
             match self.log.recv_timeout(left) {
                 Ok(line) => {
                     let found = line.contains(needle);
+                    self.read.lock().unwrap().push(line.clone());
                     seen.push(line);
                     if found {
                         return seen;
@@ -220,12 +228,13 @@ impl Replica {
         }
     }
 
-    /// Sends SIGTERM, waits for the exit and returns every log line not
-    /// read yet.
+    /// Sends SIGTERM, waits for the exit and returns every log line of the
+    /// replica's life, start-up included.
     pub fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {
         self.signal("TERM");
         let status = self.child.wait().expect("wait for the replica");
-        let lines = self.log.iter().collect();
+        let mut lines = std::mem::take(&mut *self.read.lock().unwrap());
+        lines.extend(self.log.iter());
         (status, lines)
     }
 
