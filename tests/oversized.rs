@@ -309,11 +309,22 @@ async fn a_frame_the_broker_refuses_fails_that_request_only() {
     let mut raw = RawTopic::open("persistent", "it-send-failure").await;
     // A topic policy below the broker's limit: the handshake cannot see it,
     // so the broker refuses the frame itself.
-    assert_admin(
-        "POST",
-        "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize",
-        "10000",
-    );
+    let policy = "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize";
+    assert_admin("POST", policy, "10000");
+    // Topic policies are applied asynchronously: wait until the broker
+    // reports it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin("GET", policy, "");
+        if body.trim() == "10000" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the topic policy was not applied: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let serving = support::InProcess::start(&["it-send-failure-service"]).await;
 
     let big = Request::new(json!({}), json!({"bytes": 50_000}));
