@@ -8,7 +8,7 @@ use pulsar::{
     Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
 };
 
-pub use crate::handshake::{BrokerInfo, HandshakeError, Refusal};
+pub use crate::pulsar_compat::handshake::{BrokerInfo, HandshakeError, Refusal};
 
 /// The default broker: a local standalone Pulsar.
 pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
@@ -140,7 +140,7 @@ impl BrokerOptions {
         let pulsar = builder.build().await?;
         if let Some(address) = broker_address(&self.url) {
             if let Ok(addresses) = tokio::net::lookup_host(address.as_str()).await {
-                crate::nodelay::watch(addresses);
+                crate::pulsar_compat::nodelay::watch(addresses);
             }
         }
         Ok(pulsar)
@@ -214,7 +214,7 @@ impl BrokerOptions {
             .url
             .starts_with("pulsar+ssl://")
             .then(|| host_of(&address));
-        crate::handshake::handshake(&crate::handshake::Target {
+        crate::pulsar_compat::handshake::handshake(&crate::pulsar_compat::handshake::Target {
             address: &address,
             tls_host,
             tls_ca_file: self.tls_ca_file.as_deref(),
@@ -248,46 +248,6 @@ pub(crate) fn describe(error: &pulsar::Error) -> String {
     }
 }
 
-/// A failed publish as one short sentence. The client reports a broker's
-/// refusal of a message (`SEND_ERROR`) as the whole protocol command in
-/// `Debug` form; this keeps the error code and the broker's message.
-pub(crate) fn describe_send_error(error: &pulsar::Error) -> String {
-    let text = error.to_string();
-    if let Some(refusal) = text.split_once("CommandSendError {").map(|(_, rest)| rest) {
-        let code = refusal
-            .split_once("error: ")
-            .and_then(|(_, rest)| rest.split([',', ' ']).next());
-        let message = refusal
-            .split_once("message: \"")
-            .and_then(|(_, rest)| rest.split('"').next());
-        if let (Some(code), Some(message)) = (code, message) {
-            return format!("the broker refused it ({code}: {message})");
-        }
-    }
-    const KEEP: usize = 300;
-    match text.char_indices().nth(KEEP) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
-}
-
-/// Whether an error from a consumer's stream means the consumer is gone
-/// (the client could not re-create it, and nothing more will come), rather
-/// than one message it could not decode (a bad batch count, an unknown
-/// compression: the consumer goes on).
-pub(crate) fn consumer_lost(error: &pulsar::Error) -> bool {
-    use pulsar::error::{ConnectionError, ConsumerError};
-    !matches!(
-        error,
-        pulsar::Error::Connection(ConnectionError::Decoding(_))
-            | pulsar::Error::Consumer(
-                ConsumerError::Io(_)
-                    | ConsumerError::MissingPayload(_)
-                    | ConsumerError::Connection(ConnectionError::Decoding(_))
-            )
-    )
-}
-
 /// Forwards the Pulsar client's warnings and errors (it logs through the
 /// `log` crate) into `tracing`. Lower levels stay off: the client's trace
 /// output would include the authentication token. Does nothing if the
@@ -298,32 +258,7 @@ pub(crate) fn consumer_lost(error: &pulsar::Error) -> bool {
 /// tool_service::broker::forward_client_logs();
 /// ```
 pub fn forward_client_logs() {
-    if log::set_logger(&ClientLog).is_ok() {
-        log::set_max_level(log::LevelFilter::Warn);
-    }
-}
-
-struct ClientLog;
-
-impl log::Log for ClientLog {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if !self.enabled(record.metadata()) {
-            return;
-        }
-        let message = record.args().to_string();
-        let target = record.target();
-        if record.level() == log::Level::Error {
-            tracing::error!(client = target, "{message}");
-        } else {
-            tracing::warn!(client = target, "{message}");
-        }
-    }
-
-    fn flush(&self) {}
+    crate::pulsar_compat::client_log::forward();
 }
 
 /// Subscribes to `topic` on a subscription of its own (Exclusive,
@@ -481,55 +416,6 @@ mod tests {
         let no_token = BrokerOptions::new("pulsar://pulsar:6650");
         assert_eq!(no_token.cleartext_token_warning(), None);
         assert_eq!(broker_address("nonsense"), None);
-    }
-
-    #[test]
-    fn a_refused_message_is_described_by_its_code_and_the_brokers_words() {
-        use pulsar::error::{ConnectionError, ProducerError};
-        use pulsar::proto::{base_command::Type, BaseCommand, CommandSendError, ServerError};
-        // As the client (the version in Cargo.lock) reports a SEND_ERROR.
-        let command = BaseCommand {
-            r#type: Type::SendError as i32,
-            send_error: Some(CommandSendError {
-                producer_id: 1,
-                sequence_id: 0,
-                error: ServerError::NotAllowedError as i32,
-                message: String::from("Exceed maximum message size"),
-            }),
-            ..BaseCommand::default()
-        };
-        let error = pulsar::Error::Producer(ProducerError::Connection(
-            ConnectionError::UnexpectedResponse(format!("{command:?}")),
-        ));
-        assert_eq!(
-            describe_send_error(&error),
-            "the broker refused it (NotAllowedError: Exceed maximum message size)"
-        );
-        let other = pulsar::Error::Custom("x".repeat(1000));
-        assert_eq!(describe_send_error(&other).chars().count(), 301);
-        let short = pulsar::Error::Custom(String::from("timed out"));
-        assert_eq!(describe_send_error(&short), "error: timed out");
-    }
-
-    #[test]
-    fn undecodable_messages_do_not_count_as_a_lost_consumer() {
-        use pulsar::error::{ConnectionError, ConsumerError};
-        let bad_batch = pulsar::Error::Connection(ConnectionError::Decoding(String::from(
-            "Error decoding batched messages",
-        )));
-        assert!(!consumer_lost(&bad_batch));
-        let bad_compression = pulsar::Error::Consumer(ConsumerError::Io(std::io::Error::other(
-            "unknown compression type 9",
-        )));
-        assert!(!consumer_lost(&bad_compression));
-        let gone = pulsar::Error::Connection(ConnectionError::PulsarError(
-            Some(pulsar::proto::ServerError::TopicNotFound),
-            Some(String::from("Topic does not exist")),
-        ));
-        assert!(consumer_lost(&gone));
-        assert!(consumer_lost(&pulsar::Error::Consumer(
-            ConsumerError::Closed
-        )));
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl ToolClient {
         let consumer = crate::broker::subscribe_own(pulsar, response_queue).await?;
         let producer = crate::broker::producer(pulsar, request_queue).await?;
         // Topic lookups may have opened connections of their own.
-        crate::nodelay::apply();
+        crate::pulsar_compat::nodelay::apply();
         let pending: Pending = Arc::default();
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {

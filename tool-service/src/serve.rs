@@ -594,7 +594,7 @@ impl Worker {
             .await
             .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
         // Topic lookups may have opened connections of their own.
-        crate::nodelay::apply();
+        crate::pulsar_compat::nodelay::apply();
         tracing::info!(
             service = service.id(),
             %request_queue,
@@ -662,7 +662,7 @@ impl Worker {
                     // A message the client cannot decode (a hostile
                     // producer's batch count, an unknown compression) is
                     // skipped; the consumer goes on.
-                    Some(Err(error)) if !crate::broker::consumer_lost(&error) => {
+                    Some(Err(error)) if !crate::pulsar_compat::errors::consumer_lost(&error) => {
                         tracing::warn!(service = self.service.id(), error = %Untrusted::text(&error.to_string()), "a request the Pulsar client cannot decode was skipped");
                     }
                     // The client reports a consumer it could not re-create
@@ -952,7 +952,7 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
 /// unreachable for now, and the request is returned to it (redelivered on a
 /// persistent topic).
 async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSink<'_>) -> bool {
-    let cause = crate::broker::describe_send_error(error);
+    let cause = crate::pulsar_compat::errors::describe_send_error(error);
     tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response");
     let hint = if cause.contains("maximum message size") {
         "; if a topic policy sets a lower maxMessageSize than the broker, give it to serve with --max-message-size"
@@ -966,7 +966,7 @@ async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSin
     match sink.send(id, notice).await {
         Ok(()) => true,
         Err(error) => {
-            let cause = crate::broker::describe_send_error(&error);
+            let cause = crate::pulsar_compat::errors::describe_send_error(&error);
             tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker");
             false
         }
