@@ -239,3 +239,71 @@ fn call_holds_a_result_to_the_default_maximum_message_size() {
         .unwrap();
     assert_eq!(fits.status.code(), Some(0));
 }
+
+#[test]
+fn serve_names_an_unknown_service_and_stops_before_connecting() {
+    for args in [
+        &["--only", "no-such-service"][..],
+        &["--timeout", "no-such-service=5s"][..],
+    ] {
+        let started = std::time::Instant::now();
+        // Port 9 (discard) on loopback is closed: had it tried to connect,
+        // it would be retrying instead of stopping.
+        let output = std::process::Command::new(support::example("echo"))
+            .args([
+                "serve",
+                "--pulsar-host",
+                "pulsar://127.0.0.1:9",
+                "--no-metrics",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains("no service `no-such-service` in this binary (known: ")
+                && stderr.contains("echo-service")
+                && stderr.contains("blob-service"),
+            "{args:?}: {stderr}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+}
+
+#[test]
+fn a_binary_with_several_services_writes_one_file_per_item() {
+    let dir = std::env::temp_dir().join(format!(
+        "tool-service-echo-descriptors-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = run("echo", &["descriptors", "--out", dir.to_str().unwrap()]);
+    assert!(output.status.success());
+    let tree: serde_json::Value =
+        serde_json::from_slice(&run("echo", &["descriptors"]).stdout).unwrap();
+    let services = tree["tool-service"].as_object().unwrap();
+    let tools = tree["tool"].as_object().unwrap();
+    for id in [
+        "echo-service",
+        "whoami-service",
+        "wait-service",
+        "blob-service",
+    ] {
+        assert!(services.contains_key(id), "{id} in {tree}");
+        let file: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("tool-service").join(format!("{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(file, services[id], "{id}");
+    }
+    for (name, tool) in tools {
+        let file: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("tool").join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(&file, tool, "{name}");
+    }
+    assert_eq!(tools.len(), 4, "{tree}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -101,6 +101,13 @@ async fn it_raw(#[context] ctx: Context) -> String {
     format!("user={}", ctx.user().unwrap_or(""))
 }
 
+/// Say who asked, on a topic of its own (tests run side by side: one topic
+/// each, or they answer each other's requests).
+#[tool_service(topic = "it-raw-user")]
+async fn it_raw_user(#[context] ctx: Context) -> String {
+    format!("user={}", ctx.user().unwrap_or(""))
+}
+
 async fn client(topic: &str) -> ToolClient {
     support::client("non-persistent", topic).await
 }
@@ -147,8 +154,8 @@ async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_reaches_the_handler_only_when_sent() {
-    let _served = support::InProcess::start(&["it-raw-service"]).await;
-    let mut raw = RawTopic::open("non-persistent", "it-raw").await;
+    let _served = support::InProcess::start(&["it-raw-user-service"]).await;
+    let mut raw = RawTopic::open("non-persistent", "it-raw-user").await;
     raw.send(
         br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#,
         Some("with-user"),
