@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use serde_json::{json, Value};
 use support::{RawTopic, Replica};
 use tool_service::client::CallError;
@@ -24,17 +23,6 @@ fn too_large(frame: &Frame) -> &str {
     let error = frame.error.as_ref().expect("an error frame");
     assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE, "{error:?}");
     error.message()
-}
-
-/// Reads frames for a short while after a response ended: none may come.
-async fn assert_quiet(raw: &mut RawTopic, after: &str) {
-    let next = tokio::time::timeout(Duration::from_secs(2), raw.consumer.next()).await;
-    if let Ok(Some(Ok(message))) = next {
-        panic!(
-            "a frame arrived after {after}: {}",
-            String::from_utf8_lossy(&message.payload.data[..message.payload.data.len().min(200)])
-        );
-    }
 }
 
 /// The example's `blob` topic is shared: replicas of two tests at once would
@@ -121,7 +109,7 @@ async fn oversized_results_are_answered_and_small_calls_keep_flowing() {
     assert_eq!(id, "stream-6mb");
     assert_eq!(frames.len(), 1, "{frames:?}");
     assert!(too_large(&frames[0]).starts_with("a streamed chunk of the tool's response is "));
-    assert_quiet(&mut raw, "the stream's error frame").await;
+    raw.assert_quiet("the stream's error frame").await;
 
     // The same service still answers what fits.
     let fits = blob
@@ -199,7 +187,7 @@ async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redeliver
 
     // Not redelivered: the handler ran once, nothing more is answered, and
     // the broker holds nothing unacknowledged for the subscription.
-    assert_quiet(&mut raw, "the answers").await;
+    raw.assert_quiet("the answers").await;
     assert_eq!(BIG_RUNS.load(Ordering::SeqCst), 1);
     let metrics = serving.metrics.render();
     assert!(
@@ -348,7 +336,7 @@ async fn a_frame_the_broker_refuses_fails_that_request_only() {
         assert_eq!(answered, id);
         assert_eq!(frames, [Frame::last(Ok("xxx".into()))]);
     }
-    assert_quiet(&mut raw, "the answers").await;
+    raw.assert_quiet("the answers").await;
     let metrics = serving.metrics.render();
     for counted in [
         "tg_tool_service_send_failures_total{processor=\"it-send-failure-service\"} 1\n",

@@ -95,6 +95,15 @@ async fn it_stream(count: u32, #[stream] out: Chunks) -> Result<String, StreamCl
     Ok(String::from("end"))
 }
 
+/// Stream numbers, on a topic of its own for a raw subscription.
+///
+/// # Arguments
+/// * `count` - How many chunks.
+#[tool_service(topic = "it-stream-raw")]
+async fn it_stream_raw(count: u32, #[stream] out: Chunks) -> Result<String, StreamClosed> {
+    it_stream(count, out).await
+}
+
 /// Say who asked (for raw-message tests).
 #[tool_service(topic = "it-raw")]
 async fn it_raw(#[context] ctx: Context) -> String {
@@ -308,6 +317,18 @@ async fn streaming_frames_arrive_in_order_with_end_of_stream_only_on_the_last() 
         .unwrap();
     assert_eq!(chunks, ["0,", "1,", "2,", "end"]);
     assert_eq!(text, "0,1,2,end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_has_exactly_one_end_frame_on_the_wire_and_it_is_last() {
+    let _served = support::InProcess::start(&["it-stream-raw-service"]).await;
+    let mut raw = RawTopic::open("non-persistent", "it-stream-raw").await;
+    let request = tool_service::wire::Request::new(json!({}), json!({"count": 5}));
+    let (id, frames) = raw.exchange(&request.encode(), Some("stream-1")).await;
+    assert_eq!(id, "stream-1");
+    assert_eq!(frames.len(), 6);
+    assert_eq!(frames.iter().filter(|frame| frame.end_of_stream).count(), 1);
+    raw.assert_quiet("the end frame").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -403,6 +403,19 @@ impl RawTopic {
         )
     }
 
+    /// Reads for a while: no frame may arrive (after a response's last
+    /// frame, none may follow).
+    pub async fn assert_quiet(&mut self, after: &str) {
+        let next = tokio::time::timeout(Duration::from_secs(1), self.consumer.next()).await;
+        if let Ok(Some(Ok(message))) = next {
+            let data = &message.payload.data;
+            panic!(
+                "a frame arrived after {after}: {}",
+                String::from_utf8_lossy(&data[..data.len().min(200)])
+            );
+        }
+    }
+
     /// Sends `payload` and returns the id answered and every frame up to
     /// the last one.
     pub async fn exchange(&mut self, payload: &[u8], id: Option<&str>) -> (String, Vec<Frame>) {
