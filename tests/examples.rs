@@ -307,3 +307,40 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
     assert_eq!(tools.len(), 4, "{tree}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_token_about_to_cross_the_network_in_clear_text_is_warned_about() {
+    // 0.0.0.0 is not a loopback address to the check, yet nothing leaves the
+    // machine: the connection goes to the closed local port 9.
+    let mut child = std::process::Command::new(support::example("echo"))
+        .args([
+            "serve",
+            "--pulsar-host",
+            "pulsar://0.0.0.0:9",
+            "--no-metrics",
+        ])
+        .env("PULSAR_API_KEY", "clear-text-token-0f3a")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut warned = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+        if line.contains("in clear text") {
+            warned = Some(line);
+            break;
+        }
+        if line.contains("not reachable") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let warned = warned.expect("no clear-text warning before the first connection attempt");
+    assert!(
+        warned.contains("WARN") && warned.contains("0.0.0.0:9"),
+        "{warned}"
+    );
+    assert!(!warned.contains("clear-text-token-0f3a"), "{warned}");
+}
