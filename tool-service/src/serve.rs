@@ -672,22 +672,14 @@ impl Worker {
                     // subscribe again rather than fall silent.
                     Some(Err(error)) => {
                         tracing::error!(service = self.service.id(), %error, "the request consumer failed; subscribing again");
-                        match self.resubscribe(&mut stopped).await {
-                            Some(handed_over) => {
-                            backlog.extend(handed_over);
-                            self.start_waiting(&mut in_flight, &mut backlog);
-                        }
-                            None => break,
+                        if !self.resubscribe(&mut stopped, &mut in_flight, &mut backlog).await {
+                            break;
                         }
                     }
                     None => {
                         tracing::error!(service = self.service.id(), "the request stream ended; subscribing again");
-                        match self.resubscribe(&mut stopped).await {
-                            Some(handed_over) => {
-                            backlog.extend(handed_over);
-                            self.start_waiting(&mut in_flight, &mut backlog);
-                        }
-                            None => break,
+                        if !self.resubscribe(&mut stopped, &mut in_flight, &mut backlog).await {
+                            break;
                         }
                     }
                 },
@@ -748,15 +740,18 @@ impl Worker {
     }
 
     /// Replaces the consumer with a new one on the same subscription,
-    /// retrying with backoff until that works, or until a stop is requested
-    /// (`None`). The new consumer is subscribed before the old one is
-    /// closed, so a non-persistent topic loses nothing in between; requests
-    /// the old one had already received are handed over. On a persistent
-    /// topic the broker may deliver those not acknowledged yet once more.
+    /// retrying with backoff until that works (true), or until a stop is
+    /// requested (false). The new consumer is subscribed before the old one
+    /// is dropped, so a non-persistent topic loses nothing in between;
+    /// requests the old one had already received join the backlog. On a
+    /// persistent topic the broker may deliver those not acknowledged yet
+    /// once more.
     async fn resubscribe(
         &mut self,
         stopped: &mut watch::Receiver<bool>,
-    ) -> Option<Vec<RequestMessage>> {
+        in_flight: &mut JoinSet<(RequestMessage, bool)>,
+        backlog: &mut VecDeque<RequestMessage>,
+    ) -> bool {
         let mut backoff = Duration::from_millis(100);
         let consumer = loop {
             match subscribe(&self.pulsar, self.service, self.permits).await {
@@ -767,26 +762,24 @@ impl Worker {
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
-                _ = stop_requested(stopped) => return None,
+                _ = stop_requested(stopped) => return false,
             }
             backoff = (backoff * 2).min(Duration::from_secs(3));
         };
         let mut old = std::mem::replace(&mut self.consumer, consumer);
-        let mut handed_over = Vec::new();
+        let mut handed_over = 0;
         while let Some(Some(Ok(message))) = futures_util::FutureExt::now_or_never(old.next()) {
-            handed_over.push(message);
+            backlog.push_back(message);
+            handed_over += 1;
         }
         // Dropped, not closed: `close` goes through the consumer's engine,
         // which may be stuck delivering to a queue nobody reads any more.
         // Dropping the queue stops the engine, and the engine closes the
         // consumer on the broker as it goes.
         drop(old);
-        tracing::info!(
-            service = self.service.id(),
-            handed_over = handed_over.len(),
-            "subscribed again"
-        );
-        Some(handed_over)
+        tracing::info!(service = self.service.id(), handed_over, "subscribed again");
+        self.start_waiting(in_flight, backlog);
+        true
     }
 
     /// Starts waiting requests while there is room.
