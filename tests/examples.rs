@@ -344,3 +344,20 @@ fn a_token_about_to_cross_the_network_in_clear_text_is_warned_about() {
     );
     assert!(!warned.contains("clear-text-token-0f3a"), "{warned}");
 }
+
+#[test]
+fn serve_help_names_the_token_variables_never_their_values() {
+    // In a process of its own: setting the variable in this test process
+    // would race with other tests reading the environment.
+    let output = std::process::Command::new(support::example("echo"))
+        .args(["serve", "--help"])
+        .env("PULSAR_API_KEY", "very-secret-token")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        help.contains("PULSAR_API_KEY") && help.contains("PULSAR_API_KEY_FILE"),
+        "{help}"
+    );
+    assert!(!help.contains("very-secret-token"), "{help}");
+}
