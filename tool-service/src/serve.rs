@@ -927,15 +927,13 @@ fn topic_error(
 }
 
 /// Whether an answer to the request `id` can fit the broker's limit at all:
-/// every frame carries the id.
+/// every frame carries the id, and an error frame of our own needs less
+/// than 1 KiB besides. Arithmetic only: this runs for every request.
 fn answerable(id: &str, limits: dispatch::Limits) -> bool {
-    let error = Frame::last(Err(ToolError::with_type(
-        ToolError::RESPONSE_TOO_LARGE,
-        "x".repeat(512),
-    )));
+    const ERROR_FRAME: usize = 1024;
     limits
         .max_message_size
-        .is_none_or(|max| error.message_size(id) <= max)
+        .is_none_or(|max| id.len() + crate::wire::MESSAGE_OVERHEAD + ERROR_FRAME <= max)
 }
 
 /// After a frame of the answer to `id` could not be published: logs it, and
@@ -1020,6 +1018,32 @@ mod tests {
         let (stop, mut stopped) = watch::channel(false);
         drop(stop);
         stop_requested(&mut stopped).await;
+    }
+
+    #[test]
+    fn an_error_frame_fits_the_room_answerable_keeps_for_it() {
+        let limits = dispatch::Limits::default().with_max_message_size(64 * 1024);
+        let id = "i".repeat(60 * 1024);
+        assert!(answerable(&id, limits));
+        // The largest error frames serve sends itself.
+        let frame = Frame::last(Err(ToolError::with_type(
+            ToolError::SEND_FAILED,
+            format!(
+                "the tool's response could not be published: {}…; if a topic policy sets a \
+                 lower maxMessageSize than the broker, give it to serve with --max-message-size",
+                "c".repeat(300)
+            ),
+        )));
+        assert!(
+            frame.message_size(&id) <= 64 * 1024,
+            "{}",
+            frame.message_size(&id)
+        );
+        assert!(!answerable(&"i".repeat(64 * 1024), limits));
+        assert!(answerable(
+            &"i".repeat(64 * 1024),
+            dispatch::Limits::default()
+        ));
     }
 
     #[test]
