@@ -11,14 +11,13 @@ pub use ::inventory;
 pub use ::schemars;
 pub use ::serde;
 
-pub use crate::dispatch::{HandlerFuture, Invocation};
 pub use crate::error::{ErrorProbe, ViaDisplay, ViaTypedError, ViaUnsupported};
-pub use crate::registry::{ConfigValue, ServiceSpec, ToolSpec};
 pub use crate::response::response_text;
+pub use crate::spec::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
 pub use crate::stream::Chunks;
 pub use crate::{Context, ToolError};
 
-use crate::dispatch::decode_object;
+use crate::decode::{decode, decode_showing, Part, Quoted};
 
 /// The types a service decodes, named once by generated code so that a type
 /// lacking `Deserialize` or `JsonSchema` is reported once, on the user's type.
@@ -42,16 +41,11 @@ where
         context,
         chunks,
     } = invocation;
-    let config =
-        match decode_object::<S::Config>(&request.config, "config", ToolError::INVALID_CONFIG) {
-            Ok(config) => config,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
-        };
-    let arguments = match decode_object::<S::Arguments>(
-        &request.arguments,
-        "arguments",
-        ToolError::INVALID_ARGUMENTS,
-    ) {
+    let config = match decode::<S::Config>(&request.config, Part::Config) {
+        Ok(config) => config,
+        Err(error) => return Box::pin(std::future::ready(Err(error))),
+    };
+    let arguments = match decode::<S::Arguments>(&request.arguments, Part::Arguments) {
         Ok(arguments) => arguments,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };
@@ -84,13 +78,7 @@ pub fn arguments_schema<S: ServiceTypes>() -> schemars::Schema {
 /// Checks that a preset's config values decode as the service's config type.
 pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
     // Preset values come from the source code, so they may be quoted.
-    crate::dispatch::decode_quoting::<S::Config>(
-        text,
-        "config",
-        ToolError::INVALID_CONFIG,
-        crate::dispatch::QUOTED_ARGUMENT,
-    )
-    .map(drop)
+    decode_showing::<S::Config>(text, Part::Config, Quoted::Shortened).map(drop)
 }
 
 /// Compile-time check, spanned on the user's return type: the error of a

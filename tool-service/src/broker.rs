@@ -10,6 +10,13 @@ use pulsar::{
 
 pub use crate::pulsar_compat::handshake::{BrokerInfo, HandshakeError, Refusal};
 
+/// The Pulsar client the broker side is built on: [`BrokerOptions::connect`]
+/// returns its client, and [`ToolClient`](crate::client::ToolClient) and
+/// [`subscribe_own`] take it. Its types are part of this crate's `pulsar`
+/// feature, so a major release of `pulsar` is a major release of that
+/// feature; nothing else in this crate names them.
+pub use pulsar;
+
 /// The default broker: a local standalone Pulsar.
 pub const DEFAULT_PULSAR_URL: &str = "pulsar://127.0.0.1:6650";
 
@@ -140,7 +147,7 @@ impl BrokerOptions {
         let pulsar = builder.build().await?;
         if let Some(address) = broker_address(&self.url) {
             if let Ok(addresses) = tokio::net::lookup_host(address.as_str()).await {
-                crate::pulsar_compat::nodelay::watch(addresses);
+                crate::pulsar_compat::nodelay::register(addresses);
             }
         }
         Ok(pulsar)
@@ -267,7 +274,7 @@ pub fn forward_client_logs() {
 /// response topic that many callers share.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), tool_service::pulsar::Error> {
+/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
 /// use tool_service::broker::{subscribe_own, BrokerOptions};
 ///
 /// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;

@@ -49,6 +49,9 @@ pub struct ToolClient {
     reader: tokio::task::JoinHandle<()>,
     timeout: Duration,
     user: Option<String>,
+    /// Keeps TCP_NODELAY on reconnected broker connections while the client
+    /// lives.
+    _nodelay: crate::pulsar_compat::nodelay::Ticker,
 }
 
 impl std::fmt::Debug for ToolClient {
@@ -98,8 +101,10 @@ impl ToolClient {
     ) -> Result<Self, pulsar::Error> {
         let consumer = crate::broker::subscribe_own(pulsar, response_queue).await?;
         let producer = crate::broker::producer(pulsar, request_queue).await?;
-        // Topic lookups may have opened connections of their own.
+        // Topic lookups may have opened connections of their own; the
+        // ticker covers reconnections for as long as the client lives.
         crate::pulsar_compat::nodelay::apply();
+        let nodelay = crate::pulsar_compat::nodelay::keep_applying();
         let pending: Pending = Arc::default();
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {
@@ -108,6 +113,7 @@ impl ToolClient {
             reader,
             timeout: DEFAULT_TIMEOUT,
             user: None,
+            _nodelay: nodelay,
         })
     }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::registry::Service;
+use crate::spec::Service;
 
 /// The fields of a `tool` item; a config param may not use these names.
 const TOOL_FIELDS: [&str; 5] = ["type", "name", "description", "service", "arguments"];
@@ -164,7 +164,7 @@ pub enum DescriptorError {
         service: String,
         /// The unknown name.
         argument: String,
-        /// The service's arguments, comma separated.
+        /// The service's arguments, comma separated, or `none`.
         known: String,
     },
     /// A preset sets a param the service does not have.
@@ -178,7 +178,7 @@ pub enum DescriptorError {
         service: String,
         /// The unknown name.
         param: String,
-        /// The service's params, comma separated.
+        /// The service's params, comma separated, or `none`.
         known: String,
     },
     /// A preset leaves out a required param.
@@ -274,11 +274,7 @@ pub(crate) fn describe(
                     tool: tool.name.to_owned(),
                     service: id.clone(),
                     param: name.clone(),
-                    known: if known.is_empty() {
-                        String::from("none")
-                    } else {
-                        known.iter().copied().collect::<Vec<_>>().join(", ")
-                    },
+                    known: crate::known::list(&known),
                 });
             }
         }
@@ -312,11 +308,9 @@ pub(crate) fn describe(
                     tool: tool.name.to_owned(),
                     service: id.clone(),
                     argument: (*name).to_owned(),
-                    known: arguments
-                        .iter()
-                        .map(|argument| argument.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    known: crate::known::list(
+                        arguments.iter().map(|argument| argument.name.as_str()),
+                    ),
                 }),
             }
         }

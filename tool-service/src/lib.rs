@@ -38,34 +38,54 @@
 //! * [`dispatch`] — the path from a request payload to response frames.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate self as tool_service;
 
-pub mod broker;
-pub mod cli;
-pub mod client;
+// Leaves: no module of this crate below them.
 mod context;
-pub mod descriptor;
-pub mod dispatch;
+mod duration;
 mod error;
+mod known;
 pub mod log_text;
-pub mod metrics;
-mod pulsar_compat;
-mod registry;
 mod response;
-pub mod serve;
 mod stream;
 pub mod wire;
+
+// What generated code registers, and typed decoding of requests.
+mod decode;
+mod spec;
+
+// Descriptors, the request path, and the checked set of services.
+pub mod descriptor;
+pub mod dispatch;
+mod registry;
+
+// The broker side.
+#[cfg(feature = "pulsar")]
+pub mod broker;
+#[cfg(feature = "pulsar")]
+pub mod client;
+#[cfg(feature = "pulsar")]
+pub mod metrics;
+#[cfg(feature = "pulsar")]
+mod pulsar_compat;
+#[cfg(feature = "pulsar")]
+pub mod serve;
+
+// The command line.
+#[cfg(feature = "cli")]
+pub mod cli;
 
 #[doc(hidden)]
 pub mod __private;
 
+#[cfg(feature = "cli")]
 pub use cli::run;
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-/// The Pulsar client this crate is built on, for [`broker::BrokerOptions::connect`] users.
-pub use pulsar;
-pub use registry::{Problem, Registry, RegistryError, Service, UnknownName};
+pub use registry::{Problem, Registry, RegistryError, UnknownName};
 pub use response::response_text;
+pub use spec::Service;
 pub use stream::{Chunks, StreamClosed};
 pub use tool_service_macros::tool_service;

@@ -34,7 +34,6 @@
 //! ```
 
 use std::fmt::{self, Write as _};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -362,14 +361,6 @@ impl Histogram {
     }
 }
 
-/// Binds the metrics endpoint; `0.0.0.0` and port 0 pick any address/port.
-///
-/// # Errors
-/// The address cannot be bound (usually: the port is in use).
-pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(address).await
-}
-
 /// Answers `GET /metrics` (and `GET /`) on `listener` with
 /// [`Metrics::render`] until the returned future is dropped.
 ///
@@ -379,7 +370,7 @@ pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
 ///
 /// # async fn demo() -> std::io::Result<()> {
 /// let metrics = Arc::new(Metrics::new());
-/// let listener = metrics::bind("127.0.0.1:9100".parse().unwrap()).await?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:9100").await?;
 /// tokio::spawn(metrics::serve_metrics(listener, Arc::clone(&metrics)));
 /// # Ok(()) }
 /// ```
@@ -580,7 +571,7 @@ mod tests {
             .service("echo-service")
             .start()
             .finish(None, Duration::ZERO);
-        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let server = tokio::spawn(serve_metrics(listener, Arc::clone(&metrics)));
         let get = |request: &'static str| async move {
@@ -602,7 +593,7 @@ mod tests {
     }
 
     async fn server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
-        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         (
             address,

@@ -6,9 +6,14 @@
 //! a message (Nagle waiting for the peer's delayed ACK). Until the crate sets
 //! it, this module finds the process's TCP sockets connected to a broker's
 //! address (address *and* port, as the broker URL resolves) and sets
-//! TCP_NODELAY on them: once after connecting, then every second, so that
-//! reconnections are covered too. Sockets to any other peer are left alone,
-//! even on the same port.
+//! TCP_NODELAY on them: once after connecting, then every second while a
+//! [`Ticker`] lives, so that reconnections are covered too. Sockets to any
+//! other peer are left alone, even on the same port.
+//!
+//! The periodic work belongs to its users: a serving instance and each
+//! `ToolClient` hold a [`Ticker`]; the task runs on their runtime while one
+//! is held, and stops with the last. A ticker taken on a new runtime after
+//! the old one ended starts the task again.
 //!
 //! The descriptors are only borrowed, through [`socket2::SockRef`], for
 //! `getpeername` and `getsockopt`/`setsockopt`; none is closed or owned.
@@ -22,26 +27,33 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Broker addresses whose connections get TCP_NODELAY, and the task that
-/// keeps applying it.
+/// keeps applying it while tickers are held.
 static WATCHED: Mutex<Watched> = Mutex::new(Watched {
     addresses: BTreeSet::new(),
     ticker: None,
+    holders: 0,
 });
 
 struct Watched {
     addresses: BTreeSet<SocketAddr>,
     ticker: Option<tokio::task::JoinHandle<()>>,
+    holders: usize,
 }
 
-/// Registers the addresses of a broker, applies TCP_NODELAY now, and keeps
-/// applying it every second on the current Tokio runtime (started again
-/// when the runtime that ran it has ended).
-pub(crate) fn watch(addresses: impl IntoIterator<Item = SocketAddr>) {
-    {
-        let Ok(mut watched) = WATCHED.lock() else {
-            return;
-        };
+/// Registers the addresses of a broker and applies TCP_NODELAY to the
+/// connections to them now.
+pub(crate) fn register(addresses: impl IntoIterator<Item = SocketAddr>) {
+    if let Ok(mut watched) = WATCHED.lock() {
         watched.addresses.extend(addresses);
+    }
+    apply();
+}
+
+/// Keeps TCP_NODELAY applied every second, on the current Tokio runtime,
+/// until the returned ticker (and every other one) is dropped.
+pub(crate) fn keep_applying() -> Ticker {
+    if let Ok(mut watched) = WATCHED.lock() {
+        watched.holders += 1;
         let running = watched
             .ticker
             .as_ref()
@@ -58,7 +70,37 @@ pub(crate) fn watch(addresses: impl IntoIterator<Item = SocketAddr>) {
             }
         }
     }
-    apply();
+    Ticker { _private: () }
+}
+
+/// A share in the periodic task; the task stops when the last is dropped.
+#[derive(Debug)]
+pub(crate) struct Ticker {
+    _private: (),
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        if let Ok(mut watched) = WATCHED.lock() {
+            watched.holders -= 1;
+            if watched.holders == 0 {
+                if let Some(ticker) = watched.ticker.take() {
+                    ticker.abort();
+                }
+            }
+        }
+    }
+}
+
+/// Whether the periodic task is running.
+#[cfg(test)]
+fn ticking() -> bool {
+    WATCHED.lock().is_ok_and(|watched| {
+        watched
+            .ticker
+            .as_ref()
+            .is_some_and(|ticker| !ticker.is_finished())
+    })
 }
 
 /// Sets TCP_NODELAY on every TCP socket of this process whose peer is a
@@ -144,7 +186,7 @@ mod tests {
         let to_same_port = TcpStream::connect(same_port.local_addr().unwrap()).unwrap();
         let to_other = TcpStream::connect(other.local_addr().unwrap()).unwrap();
         assert!(!to_broker.nodelay().unwrap());
-        watch([broker.local_addr().unwrap()]);
+        register([broker.local_addr().unwrap()]);
         assert!(to_broker.nodelay().unwrap());
         assert!(
             !to_same_port.nodelay().unwrap(),
@@ -152,13 +194,34 @@ mod tests {
         );
         assert!(!to_other.nodelay().unwrap());
         assert_eq!(apply(), 0, "nothing left to change");
-        // A connection made later is covered by the ticker.
+        // A connection made later is covered while a ticker is held.
+        let ticker = keep_applying();
+        assert!(ticking());
         let reconnected = TcpStream::connect(broker.local_addr().unwrap()).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while !reconnected.nodelay().unwrap() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "a new connection kept Nagle on"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Without tickers the task stops, and later connections keep their
+        // options until a user asks again.
+        drop(ticker);
+        assert!(!ticking());
+        let unwatched = TcpStream::connect(broker.local_addr().unwrap()).unwrap();
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert!(
+            !unwatched.nodelay().unwrap(),
+            "the task outlived its tickers"
+        );
+        let _again = keep_applying();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !unwatched.nodelay().unwrap() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a ticker taken again did not restart the task"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -1,71 +1,16 @@
-//! The command line of a tool-service binary.
-//!
-//! ```text
-//! joke                       print the descriptors (same as `joke descriptors`)
-//! joke descriptors --out DIR write tool-service/<id>.json and tool/<name>.json
-//! joke list                  services, topics and tools
-//! joke call tell-joke --args '{"topic": "cats"}' [--config '{…}'] [--user U]
-//! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]…
-//! ```
+//! The `serve` command: its flags, and how they become [`ServeOptions`].
 
-use std::ffi::OsString;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use serde_json::Value;
-
-use crate::wire::Request;
+use crate::broker::BrokerOptions;
+use crate::serve::ServeOptions;
 use crate::Registry;
 
-#[derive(Debug, Parser)]
-#[command(
-    version,
-    args_override_self = true,
-    about = "TrustGraph tool services over Apache Pulsar",
-    long_about = "TrustGraph tool services over Apache Pulsar.\n\nWithout a command, prints the descriptors of every service in this binary."
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Print the `tool-service` and `tool` descriptors as one JSON config tree.
-    Descriptors {
-        /// Also write one file per item: DIR/tool-service/<id>.json and DIR/tool/<name>.json.
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-    },
-    /// List the services, their topics and their tools.
-    List,
-    /// Serve every service (or those named with --only) on a Pulsar broker
-    /// until SIGINT or SIGTERM.
-    Serve(ServeArgs),
-    /// Run one request in-process, through the same decode → handler → encode
-    /// path the broker uses, and print the response frame(s) as JSON lines.
-    Call {
-        /// A tool name (its preset config is sent) or a service id.
-        name: String,
-        /// The arguments, a JSON object (as the LLM would give them).
-        #[arg(long = "args", value_name = "JSON", default_value = "{}")]
-        arguments: String,
-        /// Config values, a JSON object; for a tool, merged over its preset.
-        #[arg(long, value_name = "JSON")]
-        config: Option<String>,
-        /// The calling user.
-        #[arg(long)]
-        user: Option<String>,
-        /// The request id.
-        #[arg(long, default_value = "call")]
-        id: String,
-    },
-}
+use super::CliResult;
 
 #[derive(Debug, clap::Args)]
-struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The Pulsar broker.
     #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::broker::DEFAULT_PULSAR_URL)]
     pulsar_host: String,
@@ -140,80 +85,6 @@ struct ServeArgs {
     log_level: String,
 }
 
-/// Runs the command line of this binary over every registered service.
-///
-/// ```no_run
-/// fn main() -> std::process::ExitCode {
-///     tool_service::run()
-/// }
-/// ```
-pub fn run() -> ExitCode {
-    // Unlocked handles: log lines written by worker threads must not wait on
-    // a lock this thread would hold for the whole run.
-    run_from(
-        std::env::args_os(),
-        &mut std::io::stdout(),
-        &mut std::io::stderr(),
-    )
-}
-
-/// Runs the command line with explicit arguments and output streams.
-///
-/// ```
-/// let mut out = Vec::new();
-/// let mut err = Vec::new();
-/// let code = tool_service::cli::run_from(["bin", "descriptors"], &mut out, &mut err);
-/// assert_eq!(code, std::process::ExitCode::SUCCESS);
-/// let tree: serde_json::Value = serde_json::from_slice(&out).unwrap();
-/// assert!(tree["tool-service"].is_object());
-/// ```
-pub fn run_from<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(error) => {
-            let text = error.render().to_string();
-            let _ = if error.use_stderr() {
-                write!(err, "{text}")
-            } else {
-                write!(out, "{text}")
-            };
-            return ExitCode::from(error.exit_code().clamp(0, 255) as u8);
-        }
-    };
-    let registry = match Registry::collect() {
-        Ok(registry) => registry,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
-        Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
-        Command::List => list(&registry, out),
-        Command::Serve(args) => serve(&registry, args),
-        Command::Call {
-            name,
-            arguments,
-            config,
-            user,
-            id,
-        } => call(&registry, &name, arguments, config, user, &id, out),
-    };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
-
 /// The token in `path`, without surrounding whitespace.
 fn read_token_file(path: &std::path::Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|error| {
@@ -232,39 +103,7 @@ fn read_token_file(path: &std::path::Path) -> Result<String, String> {
     Ok(token.to_owned())
 }
 
-fn descriptors(
-    registry: &Registry,
-    dir: Option<&Path>,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> CliResult {
-    let tree = registry.descriptors();
-    serde_json::to_writer_pretty(&mut *out, tree)?;
-    writeln!(out)?;
-    if let Some(dir) = dir {
-        let items = tree.items();
-        for (key, value) in &items {
-            let path = dir.join(format!("{key}.json"));
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-            }
-            let mut text = serde_json::to_string_pretty(value)?;
-            text.push('\n');
-            std::fs::write(&path, text)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-        }
-        writeln!(
-            err,
-            "wrote {} descriptor files to {}",
-            items.len(),
-            dir.display()
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
+pub(super) fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     let level: tracing::Level = args.log_level.parse()?;
     // A second binary-level subscriber (e.g. set by the user) wins; keep it.
     let _ = tracing_subscriber::fmt()
@@ -279,7 +118,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
         )
         .into());
     }
-    let mut broker = crate::broker::BrokerOptions::new(args.pulsar_host);
+    let mut broker = BrokerOptions::new(args.pulsar_host);
     let token = match &args.pulsar_api_key_file {
         Some(path) => Some(read_token_file(path)?),
         None => args.pulsar_api_key.filter(|token| !token.is_empty()),
@@ -290,8 +129,7 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
     if let Some(path) = args.pulsar_tls_ca_file {
         broker = broker.with_tls_ca_file(path);
     }
-    let mut options = crate::serve::ServeOptions::new(String::new());
-    options.broker = broker;
+    let mut options = ServeOptions::with_broker(broker);
     options.concurrency = args.concurrency.map(|n| n as usize);
     options.only = args.only;
     options.receive_window = Some(args.receive_window as usize);
@@ -329,9 +167,9 @@ fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
 fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
     match text.rsplit_once('=') {
         Some((id, limit)) if !id.is_empty() => {
-            Ok((Some(id.to_owned()), crate::serve::parse_duration(limit)?))
+            Ok((Some(id.to_owned()), crate::duration::parse(limit)?))
         }
-        _ => Ok((None, crate::serve::parse_duration(text)?)),
+        _ => Ok((None, crate::duration::parse(text)?)),
     }
 }
 
@@ -359,102 +197,12 @@ async fn shutdown_signal() {
     tracing::info!("shutdown requested");
 }
 
-fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
-    if registry.services().is_empty() {
-        writeln!(out, "no tool services are registered in this binary")?;
-    }
-    for service in registry.services() {
-        writeln!(out, "{}", service.id())?;
-        writeln!(out, "  request   {}", service.request_queue())?;
-        writeln!(out, "  response  {}", service.response_queue())?;
-        writeln!(out, "  subscription {} (Shared)", service.subscription())?;
-        if service.is_streaming() {
-            writeln!(out, "  streaming")?;
-        }
-        for name in service.tool_names() {
-            writeln!(out, "  tool      {name}")?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn call(
-    registry: &Registry,
-    name: &str,
-    arguments: String,
-    config: Option<String>,
-    user: Option<String>,
-    id: &str,
-    out: &mut dyn Write,
-) -> CliResult {
-    let request = Request {
-        user: user.filter(|user| !user.is_empty()),
-        config: config.unwrap_or_else(|| String::from("{}")),
-        arguments,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let frames = runtime.block_on(registry.call(name, id, request))?;
-    for frame in &frames {
-        let mut line = serde_json::Map::new();
-        line.insert("id".into(), id.into());
-        if let Value::Object(fields) = serde_json::to_value(frame)? {
-            line.extend(fields);
-        }
-        writeln!(out, "{}", Value::Object(line))?;
-    }
-    let ok = frames.last().is_some_and(|frame| frame.error.is_none());
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(args: &[&str]) -> (ExitCode, String, String) {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let code = run_from(args.iter().copied(), &mut out, &mut err);
-        (
-            code,
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        )
-    }
-
-    #[test]
-    fn no_command_prints_the_descriptors() {
-        let (code, out, _) = run(&["bin"]);
-        assert_eq!(code, ExitCode::SUCCESS);
-        let tree: Value = serde_json::from_str(&out).unwrap();
-        assert!(tree["tool"].is_object());
-    }
-
-    #[test]
-    fn help_goes_to_stdout_and_mistakes_to_stderr() {
-        let (code, out, _) = run(&["bin", "--help"]);
-        assert_eq!(code, ExitCode::SUCCESS);
-        assert!(out.contains("descriptors") && out.contains("serve") && out.contains("call"));
-        let (code, _, err) = run(&["bin", "serv"]);
-        assert_eq!(code, ExitCode::from(2));
-        assert!(err.contains("unrecognized subcommand"), "{err}");
-    }
-
-    #[test]
-    fn serve_refuses_a_listener_name_it_cannot_honour() {
-        let (code, _, err) = run(&["bin", "serve", "--pulsar-listener", "internal"]);
-        assert_eq!(code, ExitCode::FAILURE);
-        assert!(
-            err.contains("advertised listener names are not supported"),
-            "{err}"
-        );
-    }
+    use crate::cli::tests::run;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
 
     fn serve_args(args: &[&str]) -> ServeArgs {
         let mut all = vec!["bin", "serve"];

@@ -1,0 +1,324 @@
+//! Typed decoding of a request's `config` and `arguments` text, with error
+//! messages that name the offending field and never repeat a secret.
+//!
+//! serde's messages quote values from the input. A config often holds
+//! credentials, so its quoted values are withheld; an argument's are
+//! shortened. What the message may show is decided by [`Part`], not by the
+//! caller.
+
+use serde::de::DeserializeOwned;
+
+use crate::ToolError;
+
+/// Which part of a request is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The tool's `config`: preset by the operator, often with credentials.
+    Config,
+    /// The LLM's `arguments`.
+    Arguments,
+}
+
+impl Part {
+    /// The field's name on the wire, as messages say it.
+    fn name(self) -> &'static str {
+        match self {
+            Part::Config => "config",
+            Part::Arguments => "arguments",
+        }
+    }
+
+    /// The error type of a value that does not decode.
+    fn error_type(self) -> &'static str {
+        match self {
+            Part::Config => ToolError::INVALID_CONFIG,
+            Part::Arguments => ToolError::INVALID_ARGUMENTS,
+        }
+    }
+
+    /// How much of a quoted value an error message shows, for requests.
+    fn quoted(self) -> Quoted {
+        match self {
+            Part::Config => Quoted::Withheld,
+            Part::Arguments => Quoted::Shortened,
+        }
+    }
+}
+
+/// How much of each value serde quotes from the input an error message keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quoted {
+    /// None of it (`…`).
+    Withheld,
+    /// Its first [`QUOTED_ARGUMENT`] characters.
+    Shortened,
+}
+
+impl Quoted {
+    fn keep(self) -> usize {
+        match self {
+            Quoted::Withheld => 0,
+            Quoted::Shortened => QUOTED_ARGUMENT,
+        }
+    }
+}
+
+/// Decodes `config` or `arguments` text of a request into the handler's
+/// type. The error names the offending field. Values quoted by the decoder
+/// are withheld for `config` (it often holds credentials) and shortened for
+/// `arguments`.
+pub(crate) fn decode<T: DeserializeOwned>(text: &str, part: Part) -> Result<T, ToolError> {
+    decode_showing::<T>(text, part, part.quoted())
+}
+
+/// [`decode`], showing quoted values as `quoted` says.
+pub(crate) fn decode_showing<T: DeserializeOwned>(
+    text: &str,
+    part: Part,
+    quoted: Quoted,
+) -> Result<T, ToolError> {
+    let what = part.name();
+    let keep = quoted.keep();
+    let invalid = |message: String| {
+        ToolError::with_type(
+            part.error_type(),
+            format!("invalid {what}: {}", withhold_values(&message, keep)),
+        )
+    };
+    if !text.trim_start().starts_with('{') {
+        return Err(invalid(format!("`{what}` must hold a JSON object")));
+    }
+    // The hot path decodes without tracking the path; only a failure is
+    // decoded again, with tracking, to name the offending field.
+    match serde_json::from_str(text) {
+        Ok(value) => return Ok(value),
+        Err(error) if !error.is_data() => return Err(invalid(error.to_string())),
+        Err(_) => {}
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize::<_, T>(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path == "." {
+            invalid(inner.to_string())
+        } else {
+            invalid(format!("field `{}`: {inner}", shorten(&path, MAX_PATH)))
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| invalid(error.to_string()))?;
+    Ok(value)
+}
+
+/// Characters of a quoted argument value an error message keeps.
+const QUOTED_ARGUMENT: usize = 40;
+/// Characters of a field path an error message keeps.
+const MAX_PATH: usize = 120;
+/// Characters of a decode error message, at most.
+const MAX_MESSAGE: usize = 600;
+
+/// The phrases in which serde quotes a value from the input, and the text
+/// that ends the value.
+const QUOTING: [(&str, &str); 7] = [
+    ("string \"", "\""),
+    ("integer `", "`"),
+    ("floating point `", "`"),
+    ("boolean `", "`"),
+    ("character `", "`"),
+    ("unknown variant `", "`, expected"),
+    ("unknown field `", "`, expected"),
+];
+
+/// `message` with every value serde quoted from the input cut to `keep`
+/// characters (`…` marks a cut), and the whole cut to [`MAX_MESSAGE`].
+fn withhold_values(message: &str, keep: usize) -> String {
+    let mut out = String::with_capacity(message.len().min(MAX_MESSAGE));
+    let mut rest = message;
+    while let Some((start, (opening, closing))) = QUOTING
+        .iter()
+        .filter_map(|quote| rest.find(quote.0).map(|at| (at, *quote)))
+        .min_by_key(|(at, _)| *at)
+    {
+        let value_at = start + opening.len();
+        out.push_str(&rest[..value_at]);
+        let value_and_more = &rest[value_at..];
+        // The value ends at the last closing mark before the next quoted
+        // phrase (a value may itself contain the mark).
+        let end = match closing {
+            "\"" => find_string_end(value_and_more),
+            _ => value_and_more.find(closing),
+        }
+        .unwrap_or(value_and_more.len());
+        out.push_str(&shorten(&value_and_more[..end], keep));
+        rest = &value_and_more[end..];
+    }
+    out.push_str(rest);
+    shorten(&out, MAX_MESSAGE)
+}
+
+/// The index of the quote that ends a Rust-`Debug`-escaped string.
+fn find_string_end(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(at),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The first `keep` characters of `text`, with `…` when cut.
+fn shorten(text: &str, keep: usize) -> String {
+    match text.char_indices().nth(keep) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Args {
+        topic: String,
+        #[serde(default)]
+        count: Option<u32>,
+        nested: Option<Inner>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Inner {
+        depth: u8,
+    }
+
+    fn args_error(text: &str) -> String {
+        let error = decode::<Args>(text, Part::Arguments).unwrap_err();
+        assert_eq!(error.kind(), ToolError::INVALID_ARGUMENTS);
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn decodes_objects() {
+        let args: Args = decode(r#"{"topic": "food", "extra": 1}"#, Part::Arguments).unwrap();
+        assert_eq!(args.topic, "food");
+        assert_eq!(args.count, None);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let message = args_error(r#"{"topic": 5}"#);
+        assert!(
+            message.starts_with("invalid arguments: field `topic`: invalid type: integer `5`"),
+            "{message}"
+        );
+        let message = args_error(r#"{"topic": "x", "nested": {"depth": 300}}"#);
+        assert!(message.contains("field `nested.depth`"), "{message}");
+        let message = args_error(r#"{}"#);
+        assert!(message.contains("missing field `topic`"), "{message}");
+    }
+
+    #[test]
+    fn rejects_non_objects_and_trailing_text() {
+        assert!(args_error(r#"["food"]"#).contains("must hold a JSON object"));
+        assert!(args_error("not json").contains("must hold a JSON object"));
+        assert!(args_error(r#"{"topic": "x"} trailing"#).contains("trailing characters"));
+        assert!(args_error(r#"{"topic": "#).contains("EOF"));
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Config {
+        api_key: String,
+        retries: Option<u8>,
+        mode: Option<Mode>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Fast,
+    }
+
+    fn config_error(text: &str) -> String {
+        let error = decode::<Config>(text, Part::Config).unwrap_err();
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn config_values_never_reach_the_message() {
+        let secret = "sk-live-0123456789abcdef";
+        for (config, expected) in [
+            (
+                format!(r#"{{"api_key": 12345, "x": "{secret}"}}"#),
+                "invalid config: field `api_key`: invalid type: integer `…`, expected a string at line 1 column 17",
+            ),
+            (
+                format!(r#"{{"api_key": "k", "retries": "{secret}"}}"#),
+                "invalid config: field `retries`: invalid type: string \"…\", expected u8 at line 1 column 54",
+            ),
+            (
+                format!(r#"{{"api_key": "k", "mode": "{secret}"}}"#),
+                "invalid config: field `mode`: unknown variant `…`, expected `fast` at line 1 column 51",
+            ),
+            (
+                String::from(r#"{"api_key": "k", "retries": 300}"#),
+                "invalid config: field `retries`: invalid value: integer `…`, expected u8 at line 1 column 31",
+            ),
+            (
+                format!(r#"{{"retries": 1, "other": "{secret}"}}"#),
+                "invalid config: missing field `api_key` at line 1 column 51",
+            ),
+        ] {
+            let message = config_error(&config);
+            assert_eq!(message, expected);
+            assert!(!message.contains(secret));
+        }
+    }
+
+    #[test]
+    fn quoted_argument_values_are_shortened() {
+        let long = "S".repeat(2_000);
+        let message = args_error(&format!(r#"{{"topic": "{long}", "count": "{long}"}}"#));
+        assert!(message.len() < 200, "{message}");
+        assert!(
+            message.starts_with(&format!(
+                "invalid arguments: field `count`: invalid type: string \"{}…\", expected u32",
+                "S".repeat(40)
+            )),
+            "{message}"
+        );
+        // Short values stay whole, and so do escaped quotes inside them.
+        let message = args_error(r#"{"topic": "x", "count": "a\"b"}"#);
+        assert!(
+            message.contains(r#"invalid type: string "a\"b", expected u32"#),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn withholding_leaves_other_text_alone() {
+        assert_eq!(
+            withhold_values("missing field `topic`", 0),
+            "missing field `topic`"
+        );
+        assert_eq!(
+            withhold_values("invalid type: boolean `true`, expected a string", 0),
+            "invalid type: boolean `…`, expected a string"
+        );
+        assert_eq!(
+            withhold_values("unknown field `é`, expected `a`", 5),
+            "unknown field `é`, expected `a`"
+        );
+        assert_eq!(shorten("ééé", 2), "éé…");
+        assert_eq!(
+            withhold_values(&"x".repeat(1_000), 0).chars().count(),
+            MAX_MESSAGE + 1
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Durations as people write them in flags and attributes: a whole number
+//! and a unit, `250ms`, `30s`, `5m` or `1h`.
+//!
+//! The `timeout = "…"` attribute is checked at compile time by the macro
+//! crate with the same rules; a test here runs both parsers over the same
+//! inputs.
+
+use std::time::Duration;
+
+/// Parses a duration written as a whole number and a unit (`ms`, `s`, `m`,
+/// `h`). Zero and durations too long to represent are refused.
+// Read by the `serve` command only.
+#[cfg_attr(not(all(feature = "cli", feature = "pulsar")), allow(dead_code))]
+pub(crate) fn parse(text: &str) -> Result<Duration, String> {
+    millis(text)
+        .map(Duration::from_millis)
+        .map_err(|problem| match problem {
+            Problem::Form => format!(
+            "`{text}` is not a duration; write a whole number and a unit (ms, s, m or h), e.g. 30s"
+        ),
+            Problem::Zero => format!("`{text}`: a timeout must be longer than zero"),
+            Problem::TooLong => format!("`{text}` is too long for a timeout"),
+        })
+}
+
+/// Shows a duration the way [`parse`] reads it.
+pub(crate) fn format(limit: Duration) -> String {
+    let ms = limit.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// Why a text is not a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Problem {
+    Form,
+    Zero,
+    TooLong,
+}
+
+fn millis(text: &str) -> Result<u64, Problem> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or(Problem::Form)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| Problem::Form)?;
+    let scale: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(Problem::Form),
+    };
+    match number.checked_mul(scale) {
+        Some(0) => Err(Problem::Zero),
+        Some(ms) => Ok(ms),
+        None => Err(Problem::TooLong),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_and_show_alike() {
+        for (text, limit) in [
+            ("250ms", Duration::from_millis(250)),
+            ("30s", Duration::from_secs(30)),
+            ("5m", Duration::from_secs(300)),
+            ("1h", Duration::from_secs(3600)),
+        ] {
+            assert_eq!(parse(text), Ok(limit));
+            assert_eq!(parse(&format(limit)), Ok(limit));
+        }
+        assert_eq!(format(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format(Duration::from_secs(600)), "600s");
+        for bad in ["", "30", "1.5s", "30 s", "-1s", "s", "9x"] {
+            let error = parse(bad).unwrap_err();
+            assert!(error.contains("e.g. 30s"), "{bad:?}: {error}");
+        }
+        assert!(parse("0s").unwrap_err().contains("longer than zero"));
+        assert!(parse("18446744073709551615h")
+            .unwrap_err()
+            .contains("too long"));
+    }
+}

@@ -1,0 +1,431 @@
+//! Serving every registered service on an Apache Pulsar broker.
+//!
+//! One client connection per process; per service a Shared consumer on its
+//! request topic (subscription `{id}-request`, initial position Latest) and a
+//! producer on its response topic. Each request is decoded, handled with at
+//! most `concurrency` in flight, answered under the same `id` property, and
+//! only then acknowledged.
+
+mod options;
+mod worker;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use options::{
+    ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD, DEFAULT_TIMEOUT, RECEIVE_WINDOW,
+};
+
+use crate::metrics::Metrics;
+use crate::{Registry, Service};
+use worker::{Limits, Worker};
+
+/// Why serving stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// `--only` named a service this binary does not have.
+    #[error("no service `{id}` in this binary (known: {known})")]
+    UnknownService {
+        /// The id asked for.
+        id: String,
+        /// The ids there are.
+        known: String,
+    },
+    /// Nothing to serve.
+    #[error("no tool services are registered in this binary")]
+    NothingToServe,
+    /// The broker could not be reached before shutdown.
+    #[error("cannot connect to the Pulsar broker at {url}: {}", crate::broker::describe(.source))]
+    Connect {
+        /// The broker URL.
+        url: String,
+        /// The client's error.
+        source: Box<pulsar::Error>,
+    },
+    /// The metrics endpoint could not be opened.
+    #[error("cannot serve metrics on {address}: {source}; pick another port with --metrics-port or turn metrics off with --no-metrics")]
+    Metrics {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why it could not be bound.
+        source: std::io::Error,
+    },
+    /// A consumer or producer could not be created.
+    #[error("service `{service}`: cannot {what} on `{topic}`: {source}")]
+    Topic {
+        /// The service id.
+        service: String,
+        /// `subscribe` or `publish`.
+        what: &'static str,
+        /// The topic.
+        topic: String,
+        /// The client's error.
+        source: Box<pulsar::Error>,
+    },
+}
+
+/// What a service did while serving.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceReport {
+    /// Requests answered (success or error frame) and acknowledged.
+    pub answered: u64,
+    /// Requests still running when the grace period ended (not acknowledged,
+    /// so a persistent topic redelivers them).
+    pub abandoned: u64,
+    /// Requests answered at once with an `overloaded` or `unavailable` error
+    /// (non-persistent request topics only; included in `answered`).
+    pub refused: u64,
+}
+
+/// Serves the registry's services until `shutdown` completes, then lets
+/// in-flight requests finish within the grace period. While the broker is
+/// unreachable at start, retries with backoff (and logs each attempt).
+///
+/// ```no_run
+/// use tool_service::serve::{serve, ServeOptions};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = tool_service::Registry::collect()?;
+/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// serve(&registry, &options, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// See [`ServeError`]: start-up problems, or a consumer/producer that cannot
+/// be created.
+pub async fn serve(
+    registry: &Registry,
+    options: &ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
+    let (stop, stopped) = watch::channel(false);
+    let signal = async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
+    let work = async {
+        let mut give_up = stopped.clone();
+        let started = Serving::start(registry, options, async move {
+            stop_requested(&mut give_up).await
+        })
+        .await;
+        let serving = match started {
+            Ok(serving) => serving,
+            Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),
+            Err(error) => return Err(error),
+        };
+        let mut stopped = stopped.clone();
+        Ok(serving
+            .run_until(async move { stop_requested(&mut stopped).await })
+            .await)
+    };
+    tokio::pin!(signal);
+    tokio::pin!(work);
+    let mut signalled = false;
+    loop {
+        tokio::select! {
+            result = &mut work => return result,
+            _ = &mut signal, if !signalled => signalled = true,
+        }
+    }
+}
+
+/// Services that are subscribed and about to serve: requests published from
+/// now on are answered.
+///
+/// ```no_run
+/// use tool_service::serve::{ServeOptions, Serving};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = tool_service::Registry::collect()?;
+/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// let serving = Serving::start(&registry, &options, std::future::pending()).await?;
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = tokio::spawn(serving.run_until(async { let _ = stopped.await; }));
+/// // … send requests …
+/// stop.send(()).unwrap();
+/// let reports = server.await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "nothing is served until `run_until` runs"]
+pub struct Serving {
+    workers: Vec<Worker>,
+    grace_period: Duration,
+    metrics: Arc<Metrics>,
+    metrics_endpoint: Option<MetricsEndpoint>,
+    /// Keeps TCP_NODELAY on reconnected broker connections while serving.
+    nodelay: crate::pulsar_compat::nodelay::Ticker,
+}
+
+/// The metrics server task; stopped when dropped (also when start-up fails
+/// after it was bound).
+struct MetricsEndpoint {
+    address: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving")
+            .field(
+                "services",
+                &self
+                    .workers
+                    .iter()
+                    .map(|worker| worker.service.id())
+                    .collect::<Vec<_>>(),
+            )
+            .field("grace_period", &self.grace_period)
+            .field("metrics", &self.metrics_address())
+            .finish()
+    }
+}
+
+impl Serving {
+    /// Connects (retrying until `give_up` completes) and subscribes every
+    /// selected service.
+    ///
+    /// # Errors
+    /// See [`ServeError`].
+    pub async fn start(
+        registry: &Registry,
+        options: &ServeOptions,
+        give_up: impl Future<Output = ()>,
+    ) -> Result<Self, ServeError> {
+        let services = select_services(registry, &options.only)?;
+        for (id, _) in &options.service_timeouts {
+            if registry.service(id).is_none() {
+                return Err(unknown_service(registry, id));
+            }
+        }
+        if let Some(warning) = options.broker.cleartext_token_warning() {
+            tracing::warn!("{warning}");
+        }
+        let metrics = Arc::new(Metrics::new());
+        // Bound before connecting, so a taken port fails at once.
+        let metrics_endpoint = match options.metrics {
+            Some(address) => {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|source| ServeError::Metrics { address, source })?;
+                let bound = listener.local_addr().unwrap_or(address);
+                tracing::info!("metrics on http://{bound}/metrics");
+                let server = tokio::spawn(crate::metrics::serve_metrics(
+                    listener,
+                    Arc::clone(&metrics),
+                ));
+                Some(MetricsEndpoint {
+                    address: bound,
+                    server,
+                })
+            }
+            None => None,
+        };
+        let (pulsar, broker) =
+            options
+                .broker
+                .connect_with_retry(give_up)
+                .await
+                .map_err(|source| ServeError::Connect {
+                    url: options.broker.url().to_owned(),
+                    source: Box::new(source),
+                })?;
+        let max_message_size = options
+            .max_message_size
+            .map_or(broker.max_message_size, |max| {
+                max.min(broker.max_message_size)
+            });
+        tracing::info!(
+            url = %options.broker.url(),
+            broker = %broker.server_version,
+            max_message_size,
+            "connected to Pulsar"
+        );
+        let nodelay = crate::pulsar_compat::nodelay::keep_applying();
+        let mut workers = Vec::with_capacity(services.len());
+        for service in services {
+            workers.push(
+                Worker::start(
+                    &pulsar,
+                    service,
+                    metrics.service(service.id()),
+                    Limits {
+                        concurrency: options.concurrency_of(service),
+                        window: options.receive_window_of(service),
+                        timeout: options.timeout_of(service),
+                        log_payloads: options.log_payloads,
+                        max_message_size,
+                    },
+                )
+                .await?,
+            );
+        }
+        tracing::info!(services = workers.len(), "ready");
+        Ok(Self {
+            workers,
+            grace_period: options.grace_period,
+            metrics,
+            metrics_endpoint,
+            nodelay,
+        })
+    }
+
+    /// The metrics of the services being served.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// Where metrics are served (with the port chosen when 0 was asked for).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_endpoint
+            .as_ref()
+            .map(|endpoint| endpoint.address)
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish
+    /// within the grace period, closes consumers and producers, and reports
+    /// per service.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()>,
+    ) -> HashMap<&'static str, ServiceReport> {
+        // Metrics stay served until the last report is in.
+        let Self {
+            workers,
+            grace_period: grace,
+            metrics_endpoint: _metrics_endpoint,
+            nodelay: _nodelay,
+            ..
+        } = self;
+        let (stop, stopped) = watch::channel(false);
+        let mut running = JoinSet::new();
+        for worker in workers {
+            let stopped = stopped.clone();
+            running.spawn(async move { (worker.service.id(), worker.run(stopped, grace).await) });
+        }
+        let collect = async {
+            let mut reports = HashMap::new();
+            while let Some(joined) = running.join_next().await {
+                match joined {
+                    Ok((id, report)) => {
+                        reports.insert(id, report);
+                    }
+                    Err(error) => tracing::error!(%error, "a service worker failed"),
+                }
+            }
+            reports
+        };
+        tokio::pin!(collect);
+        tokio::pin!(shutdown);
+        tokio::select! {
+            reports = &mut collect => reports,
+            _ = &mut shutdown => {
+                let _ = stop.send(true);
+                collect.await
+            }
+        }
+    }
+}
+
+fn select_services(registry: &Registry, only: &[String]) -> Result<Vec<Service>, ServeError> {
+    if registry.services().is_empty() {
+        return Err(ServeError::NothingToServe);
+    }
+    if only.is_empty() {
+        return Ok(registry.services().to_vec());
+    }
+    only.iter()
+        .map(|id| {
+            registry
+                .service(id)
+                .ok_or_else(|| unknown_service(registry, id))
+        })
+        .collect()
+}
+
+fn unknown_service(registry: &Registry, id: &str) -> ServeError {
+    ServeError::UnknownService {
+        id: id.to_owned(),
+        known: crate::known::list(registry.services().iter().map(|service| service.id())),
+    }
+}
+
+/// Completes once a stop has been requested (or can no longer be).
+async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
+    loop {
+        if *stopped.borrow_and_update() {
+            return;
+        }
+        if stopped.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_registry_has_nothing_to_serve() {
+        let registry = Registry::from_services([]).unwrap();
+        let error = select_services(&registry, &[]).unwrap_err();
+        assert!(matches!(error, ServeError::NothingToServe));
+    }
+
+    #[tokio::test]
+    async fn stop_requested_completes_on_a_stop_or_a_dropped_sender() {
+        let (stop, mut stopped) = watch::channel(false);
+        let waiting = tokio::spawn(async move { stop_requested(&mut stopped).await });
+        stop.send(true).unwrap();
+        waiting.await.unwrap();
+        let (stop, mut stopped) = watch::channel(false);
+        drop(stop);
+        stop_requested(&mut stopped).await;
+    }
+
+    /// Says "hi".
+    #[crate::tool_service(topic = "serve-tests-hi")]
+    async fn hi() -> &'static str {
+        "hi"
+    }
+
+    #[tokio::test]
+    async fn a_failed_start_closes_the_metrics_port() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let registry = Registry::collect().unwrap();
+        // Port 9 (discard) on loopback is closed on these machines.
+        let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
+        options.only = vec![String::from("serve-tests-hi-service")];
+        options.metrics = Some(SocketAddr::from(([127, 0, 0, 1], port)));
+        let started = Serving::start(
+            &registry,
+            &options,
+            tokio::time::sleep(Duration::from_millis(200)),
+        )
+        .await;
+        assert!(matches!(started, Err(ServeError::Connect { .. })));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "the metrics port is still open"
+        );
+    }
+}

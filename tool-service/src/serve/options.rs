@@ -1,0 +1,156 @@
+//! What to serve and how: [`ServeOptions`] and the defaults it falls back on.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::broker::BrokerOptions;
+use crate::Service;
+
+/// Requests a service handles at once unless its attribute or `--concurrency`
+/// says otherwise.
+///
+/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
+/// should keep many requests in flight; 64 keeps a slow downstream from
+/// piling up unbounded work and memory.
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// How many requests the broker may push to a replica ahead of its handlers
+/// (Pulsar's own default receiver queue size; larger when the concurrency
+/// is). On a non-persistent topic the broker drops messages for a consumer
+/// without room, so a small window would lose bursts; replicas on a Shared
+/// subscription still take turns.
+pub const RECEIVE_WINDOW: usize = 1000;
+
+/// How long one request may run unless the service's `timeout` attribute or
+/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
+/// waits for an answer by default, since a later answer reaches nobody.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long in-flight requests may take to finish after a shutdown signal.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+
+/// What to serve, and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The broker.
+    pub broker: BrokerOptions,
+    /// Overrides every service's concurrency when set.
+    pub concurrency: Option<usize>,
+    /// Serve only these service ids (all when empty).
+    pub only: Vec<String>,
+    /// Requests a replica takes ahead of its handlers, per service
+    /// (default [`RECEIVE_WINDOW`], never below the concurrency).
+    pub receive_window: Option<usize>,
+    /// How long in-flight requests may take to finish on shutdown.
+    pub grace_period: Duration,
+    /// Per-request timeout of services whose attribute sets none
+    /// (default [`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// Per-request timeouts by service id; these win over the attribute.
+    pub service_timeouts: Vec<(String, Duration)>,
+    /// Log each request's `user`, `config` and `arguments` (at info level).
+    /// Off by default: config often holds credentials and arguments hold
+    /// whatever the LLM was told.
+    pub log_payloads: bool,
+    /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
+    /// default here, `0.0.0.0:8000` from the command line.
+    pub metrics: Option<SocketAddr>,
+    /// The largest response message to publish, in bytes, when it must be
+    /// below what the broker announces (e.g. a topic policy sets a lower
+    /// `maxMessageSize`). The broker's own limit always applies.
+    pub max_message_size: Option<usize>,
+}
+
+impl ServeOptions {
+    /// Serve every service on the broker at `url`, with the defaults.
+    ///
+    /// ```
+    /// let options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
+    /// assert_eq!(options.grace_period, tool_service::serve::DEFAULT_GRACE_PERIOD);
+    /// ```
+    pub fn new(url: impl Into<String>) -> Self {
+        Self::with_broker(BrokerOptions::new(url))
+    }
+
+    /// Serve every service on this broker, with the defaults.
+    ///
+    /// ```
+    /// use tool_service::broker::BrokerOptions;
+    /// use tool_service::serve::ServeOptions;
+    ///
+    /// let broker = BrokerOptions::new("pulsar+ssl://broker:6651").with_tls_ca_file("/etc/ca.pem");
+    /// let options = ServeOptions::with_broker(broker);
+    /// assert_eq!(options.broker.url(), "pulsar+ssl://broker:6651");
+    /// ```
+    pub fn with_broker(broker: BrokerOptions) -> Self {
+        Self {
+            broker,
+            concurrency: None,
+            only: Vec::new(),
+            receive_window: None,
+            grace_period: DEFAULT_GRACE_PERIOD,
+            timeout: DEFAULT_TIMEOUT,
+            service_timeouts: Vec::new(),
+            metrics: None,
+            log_payloads: false,
+            max_message_size: None,
+        }
+    }
+
+    /// How long one request of `service` may run: a `service_timeouts`
+    /// entry, else the service's `timeout` attribute, else [`Self::timeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_service::serve::ServeOptions;
+    ///
+    /// /// Say hi.
+    /// #[tool_service::tool_service(topic = "hi", timeout = "5s")]
+    /// async fn hi() -> &'static str { "hi" }
+    ///
+    /// let service = tool_service::Registry::collect().unwrap().service("hi-service").unwrap();
+    /// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
+    /// options.timeout = Duration::from_secs(60);
+    /// assert_eq!(options.timeout_of(service), Duration::from_secs(5));
+    /// options.service_timeouts.push(("hi-service".into(), Duration::from_secs(1)));
+    /// assert_eq!(options.timeout_of(service), Duration::from_secs(1));
+    /// ```
+    pub fn timeout_of(&self, service: Service) -> Duration {
+        self.service_timeouts
+            .iter()
+            .rev()
+            .find(|(id, _)| id == service.id())
+            .map(|(_, limit)| *limit)
+            .or(service.timeout())
+            .unwrap_or(self.timeout)
+    }
+
+    /// The concurrency a service runs with.
+    pub fn concurrency_of(&self, service: Service) -> usize {
+        self.concurrency
+            .or(service.concurrency())
+            .unwrap_or(DEFAULT_CONCURRENCY)
+            .max(1)
+    }
+
+    /// The receive window a service runs with.
+    pub fn receive_window_of(&self, service: Service) -> usize {
+        self.receive_window
+            .unwrap_or(RECEIVE_WINDOW)
+            .max(self.concurrency_of(service))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let options = ServeOptions::new("pulsar://x");
+        assert_eq!(options.concurrency, None);
+        assert!(options.only.is_empty());
+        assert_eq!(DEFAULT_CONCURRENCY, 64);
+        assert_eq!(options.timeout, DEFAULT_TIMEOUT);
+    }
+}

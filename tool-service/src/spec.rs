@@ -1,0 +1,208 @@
+//! What `#[tool_service]` registers for each service, and [`Service`], the
+//! read-only view of one registration that the rest of the crate works with.
+//!
+//! Generated code fills in [`ServiceSpec`] and [`ToolSpec`] (through
+//! `__private`); nothing else constructs them.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::stream::Chunks;
+use crate::wire::Request;
+use crate::{Context, ToolError};
+
+/// The future a registered handler returns: the final response text or error.
+// Not public API: reached through `__private` by generated code.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
+
+/// A registered handler: generated glue that decodes the invocation and calls
+/// the user's function.
+pub type Handler = fn(Invocation) -> HandlerFuture;
+
+/// Everything a handler call receives.
+#[derive(Debug)]
+pub struct Invocation {
+    pub(crate) request: Request,
+    pub(crate) context: Context,
+    pub(crate) chunks: Chunks,
+}
+
+impl Invocation {
+    /// The request being served.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// The request's context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+}
+
+/// What `#[tool_service]` registers for one service.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ServiceSpec {
+    pub id: &'static str,
+    pub topic: &'static str,
+    pub request_queue: Option<&'static str>,
+    pub response_queue: Option<&'static str>,
+    pub subscription: Option<&'static str>,
+    pub concurrency: Option<usize>,
+    pub timeout: Option<Duration>,
+    pub streaming: bool,
+    pub tools: &'static [ToolSpec],
+    pub config_schema: fn() -> schemars::Schema,
+    pub arguments_schema: fn() -> schemars::Schema,
+    pub check_config: fn(&str) -> Result<(), ToolError>,
+    pub handler: Handler,
+    pub function: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+}
+
+/// A tool preset as written in the attribute.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub config: &'static [(&'static str, ConfigValue)],
+    pub arguments: &'static [(&'static str, &'static str)],
+}
+
+/// A config value fixed by a tool preset.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ConfigValue {
+    Str(&'static str),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl ConfigValue {
+    pub(crate) fn to_json(self) -> serde_json::Value {
+        match self {
+            ConfigValue::Str(text) => text.into(),
+            ConfigValue::Int(number) => number.into(),
+            ConfigValue::Float(number) => number.into(),
+            ConfigValue::Bool(flag) => flag.into(),
+        }
+    }
+}
+
+inventory::collect!(ServiceSpec);
+
+/// A registered service.
+///
+/// ```
+/// use tool_service::{tool_service, Registry};
+///
+/// /// Echo the text back.
+/// ///
+/// /// # Arguments
+/// /// * `text` - What to echo.
+/// #[tool_service(topic = "echo")]
+/// async fn echo(text: String) -> String {
+///     text
+/// }
+///
+/// let registry = Registry::collect().unwrap();
+/// let service = registry.service("echo-service").unwrap();
+/// assert_eq!(service.request_queue(), "non-persistent://tg/request/echo");
+/// assert_eq!(service.subscription(), "echo-service-request");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Service(&'static ServiceSpec);
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("id", &self.id())
+            .field("request_queue", &self.request_queue())
+            .field("response_queue", &self.response_queue())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// Wraps a registration record.
+    pub(crate) const fn from_spec(spec: &'static ServiceSpec) -> Self {
+        Self(spec)
+    }
+
+    /// The service id (default `{topic}-service`), the key of its
+    /// `tool-service` descriptor.
+    pub fn id(&self) -> &'static str {
+        self.0.id
+    }
+
+    /// The short topic name given to the attribute.
+    pub fn topic(&self) -> &'static str {
+        self.0.topic
+    }
+
+    /// The full request topic (default `non-persistent://tg/request/{topic}`).
+    pub fn request_queue(&self) -> String {
+        match self.0.request_queue {
+            Some(queue) => queue.to_owned(),
+            None => format!("non-persistent://tg/request/{}", self.0.topic),
+        }
+    }
+
+    /// The full response topic (default `non-persistent://tg/response/{topic}`).
+    pub fn response_queue(&self) -> String {
+        match self.0.response_queue {
+            Some(queue) => queue.to_owned(),
+            None => format!("non-persistent://tg/response/{}", self.0.topic),
+        }
+    }
+
+    /// The Shared subscription on the request topic (default `{id}-request`).
+    pub fn subscription(&self) -> String {
+        match self.0.subscription {
+            Some(name) => name.to_owned(),
+            None => format!("{}-request", self.0.id),
+        }
+    }
+
+    /// The most requests this service handles at once, if the attribute set it.
+    pub fn concurrency(&self) -> Option<usize> {
+        self.0.concurrency
+    }
+
+    /// How long one request may run, if the attribute set it
+    /// (`timeout = "30s"`).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.0.timeout
+    }
+
+    /// Whether the handler streams chunks (`#[stream]`).
+    pub fn is_streaming(&self) -> bool {
+        self.0.streaming
+    }
+
+    /// The names of the tools this service backs.
+    pub fn tool_names(&self) -> impl Iterator<Item = &'static str> {
+        self.0.tools.iter().map(|tool| tool.name)
+    }
+
+    /// Where the service is defined: `path::to::function (file:line)`.
+    pub fn defined_at(&self) -> String {
+        format!("{} ({}:{})", self.0.function, self.0.file, self.0.line)
+    }
+
+    pub(crate) fn spec(&self) -> &'static ServiceSpec {
+        self.0
+    }
+
+    pub(crate) fn handler(&self) -> Handler {
+        self.0.handler
+    }
+}
