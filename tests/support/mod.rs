@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tool_service::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
+use tool_service::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
 use tool_service::serve::{ServeOptions, Serving};
 use tool_service::wire::Frame;
 use tool_service::Registry;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
-use tool_service::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
+use tool_service::broker::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::broker::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
 use tool_service_bench::{arg, hand_written};
 
 #[tokio::main]
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     loop {
         tokio::select! {
             Some(done) = pending.next(), if !pending.is_empty() => {
-                let (message, receipt): (tool_service::pulsar::consumer::Message<Vec<u8>>, _) = done;
+                let (message, receipt): (tool_service::broker::pulsar::consumer::Message<Vec<u8>>, _) = done;
                 let _: Result<_, _> = receipt;
                 consumer.ack(&message).await?;
             }

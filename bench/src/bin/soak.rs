@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::json;
 use tokio::sync::Semaphore;
+use tool_service::broker::pulsar::producer;
 use tool_service::broker::{subscribe_own, BrokerOptions};
-use tool_service::pulsar::producer;
 use tool_service::wire::{Frame, Request};
 use tool_service_bench::arg;
 
