@@ -15,6 +15,18 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> build (examples included)" >&2
 cargo build --workspace --all-targets --locked
 
+# The runtime without its default features (what a library crate of
+# services uses), with each feature alone, and its unit and doc tests there.
+echo "==> cargo features of tool-service" >&2
+cargo clippy -p tool-service --all-targets --locked --no-default-features -- -D warnings
+cargo check -p tool-service --locked --no-default-features --features cli
+cargo check -p tool-service --locked --no-default-features --features pulsar
+cargo test -p tool-service --locked --no-default-features
+if cargo tree -p tool-service --no-default-features --edges normal --prefix none | grep -E '^(pulsar|rustls|clap|tracing-subscriber) '; then
+  echo "tool-service without default features depends on the crates above; move them behind a feature" >&2
+  exit 1
+fi
+
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }

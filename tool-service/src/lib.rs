@@ -36,18 +36,39 @@
 //! * [`descriptor`] — the `tool-service` and `tool` config items.
 //! * [`Registry`] — every service linked in, checked for mistakes.
 //! * [`dispatch`] — the path from a request payload to response frames.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `metrics`, `serve` (the `pulsar` client, rustls) |
+//! | `cli` | yes | `run()`: the command line (`descriptors`, `list`, `call`, and `serve` with `pulsar`) (clap, tracing-subscriber) |
+//!
+//! Without them the crate has the attribute, the [`Registry`], the
+//! descriptors and in-process calls ([`Registry::call`]). A library crate
+//! that only defines services, for a binary to serve, needs no more:
+//!
+//! ```toml
+//! [dependencies]
+//! tool-service = { version = "0.1", default-features = false }
+//! ```
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate self as tool_service;
 
-// Leaves: no module of this crate below them.
-mod context;
+// The modules in layers, lowest first: each uses only modules of layers
+// above it in this list (tests/architecture.rs checks it).
+//
+// Leaves.
 mod duration;
 mod error;
 mod known;
 pub mod log_text;
+
+// A request's parts and the frames of its answer.
+mod context;
 mod response;
 mod stream;
 pub mod wire;
@@ -63,24 +84,30 @@ mod registry;
 
 // The broker side.
 #[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod broker;
 #[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod client;
 #[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod metrics;
 #[cfg(feature = "pulsar")]
 mod pulsar_compat;
 #[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod serve;
 
 // The command line.
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
 
 #[doc(hidden)]
 pub mod __private;
 
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use cli::run;
 pub use context::Context;
 pub use error::{ToolError, TypedError};
