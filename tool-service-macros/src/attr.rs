@@ -21,11 +21,22 @@ use syn::parse::{Parse, ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Token};
 
-use crate::ctxt::Errors;
+use crate::ctxt::{code_list, Errors};
 
-const KEYS: &str =
-    "`topic`, `id`, `request_queue`, `response_queue`, `subscription`, `concurrency`, `timeout`, `tool`, `crate`";
-const TOOL_KEYS: &str = "`name`, `description`, `config`, `arguments`";
+/// The keys of the attribute.
+const KEYS: [&str; 9] = [
+    "topic",
+    "id",
+    "request_queue",
+    "response_queue",
+    "subscription",
+    "concurrency",
+    "timeout",
+    "tool",
+    "crate",
+];
+/// The keys of one `tool(…)` preset.
+const TOOL_KEYS: [&str; 4] = ["name", "description", "config", "arguments"];
 
 /// The parsed attribute, before validation.
 #[derive(Default)]
@@ -203,7 +214,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
                 .unwrap_or_else(|| quote::quote!(#path).to_string());
             errors.spanned(
                 &path,
-                format_args!("unknown key `{name}`; expected one of {KEYS}"),
+                format_args!("unknown key `{name}`; expected one of {}", code_list(KEYS)),
             );
             skip_value(&meta)?;
         }
@@ -277,7 +288,10 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
             let name = path.get_ident().map(Ident::to_string).unwrap_or_default();
             errors.spanned(
                 &path,
-                format_args!("unknown key `{name}` in `tool(…)`; expected one of {TOOL_KEYS}"),
+                format_args!(
+                    "unknown key `{name}` in `tool(…)`; expected one of {}",
+                    code_list(TOOL_KEYS)
+                ),
             );
             skip_value(&inner)?;
         }

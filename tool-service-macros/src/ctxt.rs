@@ -1,4 +1,5 @@
-//! Collects every error of one expansion, so all are reported at once.
+//! Collects every error of one expansion, so all are reported at once, and
+//! writes the lists of names the messages offer.
 
 use std::fmt::Display;
 
@@ -36,4 +37,13 @@ impl Errors {
             None => Ok(()),
         }
     }
+}
+
+/// Names as an error message lists them: "`topic`, `id`, `tool`".
+pub(crate) fn code_list<T: Display>(names: impl IntoIterator<Item = T>) -> String {
+    names
+        .into_iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -4,11 +4,11 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{FnArg, ItemFn};
+use syn::{FnArg, Ident, ItemFn};
 
 use crate::attr::{self, ConfigLit};
 use crate::ctxt::Errors;
-use crate::model::{self, Output, Param, Role, Service, ROLE_ATTRS};
+use crate::model::{self, Output, Service, Side, Slot, ROLE_ATTRS};
 
 /// Expands `#[tool_service(attr)] item`.
 pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -56,24 +56,125 @@ fn path_string(path: &syn::Path) -> String {
     path.to_token_stream().to_string().replace(' ', "")
 }
 
-/// A hidden struct that decodes several single parameters (and a flattened
-/// whole struct, if any) from one JSON object.
+/// The names one side's glue is generated under.
+struct SideNames {
+    /// The handler closure's parameter that holds the decoded side.
+    binding: &'static str,
+    /// The hidden struct that decodes the side when it has single parameters.
+    decoder: &'static str,
+    /// The runtime's type for a side without parameters.
+    empty: &'static str,
+}
+
+/// The config side.
+const CONFIG: SideNames = SideNames {
+    binding: "__config",
+    decoder: "__ToolServiceConfig",
+    empty: "NoConfig",
+};
+
+/// The LLM arguments side.
+const ARGUMENTS: SideNames = SideNames {
+    binding: "__arguments",
+    decoder: "__ToolServiceArguments",
+    empty: "NoArguments",
+};
+
+/// What the call of the user's function passes for one parameter.
+struct CallArgument {
+    /// Where the parameter stands in the function's signature.
+    position: usize,
+    /// The value passed, read from the handler closure's parameters.
+    expression: TokenStream,
+}
+
+/// The glue of one side (config or arguments): the type it is decoded as,
+/// the hidden struct that decodes it (if any), and what the call of the
+/// user's function passes for each of its parameters. All three follow from
+/// one decision, taken in [`SideGlue::new`]: a side with single parameters is
+/// decoded as a generated struct, its whole-struct parameter (if any)
+/// flattened into a `__whole` field; otherwise as the whole struct's own type
+/// (which keeps its span, so a missing `Deserialize` or `JsonSchema` is
+/// reported on it), or as the runtime's empty type.
+struct SideGlue {
+    /// The handler closure's parameter that holds the decoded side.
+    binding: Ident,
+    /// The type the runtime decodes the side as.
+    ty: TokenStream,
+    /// The hidden decoding struct, or nothing.
+    definition: TokenStream,
+    /// What the call passes for each of the side's parameters.
+    call: Vec<CallArgument>,
+}
+
+impl SideGlue {
+    fn new(krate: &syn::Path, side: &Side, names: &SideNames) -> Self {
+        let binding = format_ident!("{}", names.binding);
+        if side.singles.is_empty() {
+            let (ty, call) = match &side.whole {
+                Some(whole) => {
+                    let reference = whole.by_ref.then(|| quote!(&));
+                    let call = CallArgument {
+                        position: whole.position,
+                        expression: quote!(#reference #binding),
+                    };
+                    (whole.ty.to_token_stream(), vec![call])
+                }
+                None => {
+                    let empty = format_ident!("{}", names.empty);
+                    (quote!(#krate::__private::#empty), Vec::new())
+                }
+            };
+            return Self {
+                binding,
+                ty,
+                definition: TokenStream::new(),
+                call,
+            };
+        }
+        let decoder = format_ident!("{}", names.decoder);
+        let whole_field = format_ident!("__whole");
+        let whole = side.whole.as_ref().map(|whole| {
+            let reference = whole.by_ref.then(|| quote!(&));
+            CallArgument {
+                position: whole.position,
+                expression: quote!(#reference #binding.#whole_field),
+            }
+        });
+        let singles = side.singles.iter().map(|single| {
+            let ident = &single.ident;
+            CallArgument {
+                position: single.position,
+                expression: quote!(#binding.#ident),
+            }
+        });
+        Self {
+            definition: decoding_struct(krate, &decoder, &whole_field, side),
+            ty: decoder.to_token_stream(),
+            call: whole.into_iter().chain(singles).collect(),
+            binding,
+        }
+    }
+}
+
+/// A hidden struct that decodes a side's single parameters (and its
+/// whole-struct parameter, flattened into `whole_field`) from one JSON object.
 fn decoding_struct(
     krate: &syn::Path,
-    name: &syn::Ident,
-    whole: Option<&Param>,
-    singles: &[&Param],
+    name: &Ident,
+    whole_field: &Ident,
+    side: &Side,
 ) -> TokenStream {
     let serde_crate = format!("{}::__private::serde", path_string(krate));
     let schemars_crate = format!("{}::__private::schemars", path_string(krate));
-    let whole_field = whole.map(|param| {
-        let ty = param.value_type();
-        quote!(#[serde(flatten)] __whole: #ty,)
+    let whole = side.whole.as_ref().map(|whole| {
+        let ty = &whole.ty;
+        quote!(#[serde(flatten)] #whole_field: #ty,)
     });
-    let fields = singles.iter().map(|param| {
-        let ident = param.name.as_ref().expect("single parameters are named");
-        let ty = &param.ty;
-        let doc = param
+    let fields = side.singles.iter().map(|single| {
+        let ident = &single.ident;
+        let ty = &single.ty;
+        let doc = single
             .description
             .as_deref()
             .map(|text| quote!(#[doc = #text]));
@@ -84,83 +185,21 @@ fn decoding_struct(
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         struct #name {
-            #whole_field
+            #whole
             #(#fields)*
         }
     }
 }
 
-/// The decoded type of one side (config or arguments) and the hidden struct
-/// that decodes it, if any. A user's own type keeps its span, so a missing
-/// `Deserialize` or `JsonSchema` is reported on it.
-struct Side {
-    ty: TokenStream,
-    definition: TokenStream,
-}
-
-fn side(
-    service: &Service,
-    whole_role: fn(&Role) -> bool,
-    single_role: fn(&Role) -> bool,
-    name: &str,
-    empty: &str,
-) -> Side {
-    let krate = &service.krate;
-    let whole = service.params.iter().find(|param| whole_role(&param.role));
-    let singles: Vec<&Param> = service
-        .params
-        .iter()
-        .filter(|param| single_role(&param.role))
-        .collect();
-    if singles.is_empty() {
-        let ty = match whole {
-            Some(param) => param.value_type().to_token_stream(),
-            None => {
-                let empty = format_ident!("{}", empty);
-                quote!(#krate::__private::#empty)
-            }
-        };
-        return Side {
-            ty,
-            definition: TokenStream::new(),
-        };
-    }
-    let ident = format_ident!("{}", name);
-    Side {
-        definition: decoding_struct(krate, &ident, whole, &singles),
-        ty: ident.to_token_stream(),
-    }
-}
-
-/// The expression passed for one parameter in the call of the user's function.
-fn call_argument(service: &Service, param: &Param) -> TokenStream {
-    let has_singles =
-        |role: fn(&Role) -> bool| service.params.iter().any(|param| role(&param.role));
-    let reference = if param.by_ref {
-        quote!(&)
-    } else {
-        TokenStream::new()
-    };
-    match param.role {
-        Role::Config if has_singles(|role| matches!(role, Role::ConfigParam)) => {
-            quote!(#reference __config.__whole)
+/// What the call passes for a context or stream parameter, if there is one.
+fn slot_argument(slot: Option<&Slot>, binding: &Ident) -> Option<CallArgument> {
+    slot.map(|slot| {
+        let reference = slot.by_ref.then(|| quote!(&));
+        CallArgument {
+            position: slot.position,
+            expression: quote!(#reference #binding),
         }
-        Role::Config => quote!(#reference __config),
-        Role::Args if has_singles(|role| matches!(role, Role::Argument)) => {
-            quote!(#reference __arguments.__whole)
-        }
-        Role::Args => quote!(#reference __arguments),
-        Role::ConfigParam => {
-            let ident = &param.name;
-            quote!(__config.#ident)
-        }
-        Role::Argument => {
-            let ident = &param.name;
-            quote!(__arguments.#ident)
-        }
-        Role::Context => quote!(#reference __context),
-        Role::Stream => quote!(#reference __chunks),
-    }
+    })
 }
 
 fn config_value(krate: &syn::Path, value: &ConfigLit) -> TokenStream {
@@ -184,27 +223,25 @@ fn glue(service: &Service) -> TokenStream {
     let function = &service.ident;
     let function_name = function.to_string();
 
-    let config = side(
-        service,
-        |role| matches!(role, Role::Config),
-        |role| matches!(role, Role::ConfigParam),
-        "__ToolServiceConfig",
-        "NoConfig",
-    );
-    let arguments = side(
-        service,
-        |role| matches!(role, Role::Args),
-        |role| matches!(role, Role::Argument),
-        "__ToolServiceArguments",
-        "NoArguments",
-    );
-    let (config_ty, config_definition) = (&config.ty, &config.definition);
-    let (arguments_ty, arguments_definition) = (&arguments.ty, &arguments.definition);
+    let params = &service.params;
+    let config = SideGlue::new(krate, &params.config, &CONFIG);
+    let arguments = SideGlue::new(krate, &params.arguments, &ARGUMENTS);
+    let context = format_ident!("__context");
+    let chunks = format_ident!("__chunks");
+    let (config_binding, config_ty, config_definition) =
+        (&config.binding, &config.ty, &config.definition);
+    let (arguments_binding, arguments_ty, arguments_definition) =
+        (&arguments.binding, &arguments.ty, &arguments.definition);
 
-    let call_arguments = service
-        .params
-        .iter()
-        .map(|param| call_argument(service, param));
+    // The parameters in the order written, whatever they receive.
+    let mut call: Vec<&CallArgument> = config.call.iter().chain(&arguments.call).collect();
+    let slots = [
+        slot_argument(params.context.as_ref(), &context),
+        slot_argument(params.stream.as_ref(), &chunks),
+    ];
+    call.extend(slots.iter().flatten());
+    call.sort_by_key(|argument| argument.position);
+    let call_arguments = call.iter().map(|argument| &argument.expression);
     let convert = match &service.output {
         Output::Value(ty) => {
             let span = ty
@@ -243,7 +280,7 @@ fn glue(service: &Service) -> TokenStream {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
     };
-    let streaming = service.has(|role| matches!(role, Role::Stream));
+    let streaming = params.stream.is_some();
     let tools = service.tools.iter().map(|tool| {
         let name = &tool.name;
         let description = &tool.description;
@@ -286,7 +323,7 @@ fn glue(service: &Service) -> TokenStream {
             ) -> #krate::__private::HandlerFuture {
                 #krate::__private::invoke::<__ToolServiceTypes, _, _>(
                     __invocation,
-                    |__config: #config_ty, __arguments: #arguments_ty, __context: #krate::__private::Context, __chunks: #krate::__private::Chunks| async move {
+                    |#config_binding: #config_ty, #arguments_binding: #arguments_ty, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks| async move {
                         let __output = #function(#(#call_arguments),*).await;
                         #convert
                     },

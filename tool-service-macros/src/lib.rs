@@ -4,6 +4,7 @@
 mod attr;
 mod ctxt;
 mod doc;
+mod duration;
 mod expand;
 mod model;
 

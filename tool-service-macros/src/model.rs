@@ -1,6 +1,8 @@
-//! The checked model of one annotated function: what each parameter is for,
-//! the service's names and topics, and its tool presets. Expansion only ever
-//! sees a model that passed every check.
+//! The checked model of one annotated function: its parameters by what they
+//! receive (the config and the LLM arguments as two sides, each with its
+//! whole-struct and single parameters; the context and stream slots), the
+//! service's names and topics, and its tool presets. Expansion only ever sees
+//! a model that passed every check.
 
 use std::collections::BTreeSet;
 
@@ -10,14 +12,15 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Type};
 
 use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr};
-use crate::ctxt::Errors;
-use crate::doc::Doc;
+use crate::ctxt::{code_list, Errors};
+use crate::doc::{Doc, DocArgument};
+use crate::duration::parse_millis;
 
 /// The parameter attributes that give a parameter its role.
 pub(crate) const ROLE_ATTRS: [&str; 5] = ["config", "config_param", "args", "context", "stream"];
 
-/// What a parameter of the user's function receives.
-pub(crate) enum Role {
+/// What a parameter's attribute (or the lack of one) asks it to receive.
+enum Role {
     /// `#[config]`: the whole config struct.
     Config,
     /// `#[config_param]`: one config parameter.
@@ -32,25 +35,89 @@ pub(crate) enum Role {
     Argument,
 }
 
-/// One parameter.
-pub(crate) struct Param {
-    pub(crate) role: Role,
-    /// The name on the wire (single config params and arguments).
-    pub(crate) name: Option<Ident>,
-    /// The type as written.
+/// A parameter that receives a whole struct: `#[config]` or `#[args]`.
+pub(crate) struct Whole {
+    /// Where the parameter stands in the function's signature.
+    pub(crate) position: usize,
+    /// The type without a leading `&`.
     pub(crate) ty: Type,
-    /// The type without a leading `&`, and whether there was one.
+    /// Whether the parameter takes the struct by reference.
     pub(crate) by_ref: bool,
+}
+
+/// A parameter that receives one named value: `#[config_param]` or a plain
+/// LLM argument.
+pub(crate) struct Single {
+    /// Where the parameter stands in the function's signature.
+    pub(crate) position: usize,
+    /// The parameter's name as written (its field name when decoding).
+    pub(crate) ident: Ident,
+    /// The type as written, always an owned type.
+    pub(crate) ty: Type,
+    /// The description from the doc comment (plain LLM arguments only).
     pub(crate) description: Option<String>,
 }
 
-impl Param {
-    pub(crate) fn value_type(&self) -> &Type {
-        match &self.ty {
-            Type::Reference(reference) if self.by_ref => &reference.elem,
-            other => other,
-        }
+impl Single {
+    /// The name on the wire: the parameter's name without `r#`.
+    fn wire_name(&self) -> String {
+        self.ident.unraw().to_string()
     }
+
+    /// Whether the value may be left out (an `Option`).
+    fn is_optional(&self) -> bool {
+        is_named(&self.ty, "Option")
+    }
+}
+
+/// The parameters that receive parts of one JSON object: the config, or the
+/// LLM arguments. Either may hold a whole-struct parameter, single
+/// parameters, both, or nothing.
+#[derive(Default)]
+pub(crate) struct Side {
+    /// The whole-struct parameter (`#[config]` / `#[args]`).
+    pub(crate) whole: Option<Whole>,
+    /// The single parameters (`#[config_param]` / plain arguments), in the
+    /// order written.
+    pub(crate) singles: Vec<Single>,
+}
+
+impl Side {
+    /// The wire names of the single parameters.
+    fn names(&self) -> Vec<String> {
+        self.singles.iter().map(Single::wire_name).collect()
+    }
+
+    /// The wire names of the single parameters that must be given.
+    fn required_names(&self) -> Vec<String> {
+        self.singles
+            .iter()
+            .filter(|single| !single.is_optional())
+            .map(Single::wire_name)
+            .collect()
+    }
+}
+
+/// A parameter that receives a value the runtime supplies: `#[context]` or
+/// `#[stream]`.
+pub(crate) struct Slot {
+    /// Where the parameter stands in the function's signature.
+    pub(crate) position: usize,
+    /// Whether the parameter takes the value by reference.
+    pub(crate) by_ref: bool,
+}
+
+/// Every parameter of the function, by what it receives.
+#[derive(Default)]
+pub(crate) struct Params {
+    /// What the config is decoded into.
+    pub(crate) config: Side,
+    /// What the LLM arguments are decoded into.
+    pub(crate) arguments: Side,
+    /// The `#[context]` parameter.
+    pub(crate) context: Option<Slot>,
+    /// The `#[stream]` parameter; with one, the service streams.
+    pub(crate) stream: Option<Slot>,
 }
 
 /// How the function's result becomes a response.
@@ -69,28 +136,6 @@ pub(crate) struct Tool {
     pub(crate) arguments: Vec<ArgumentEntry>,
 }
 
-/// Milliseconds in a duration written as a whole number and a unit:
-/// `"250ms"`, `"30s"`, `"5m"`, `"1h"`.
-fn parse_millis(text: &str) -> Result<u64, &'static str> {
-    const PROBLEM: &str =
-        "must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`";
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or(PROBLEM)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| PROBLEM)?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(PROBLEM),
-    };
-    match number.checked_mul(scale) {
-        Some(0) => Err("must be longer than zero"),
-        Some(ms) => Ok(ms),
-        None => Err("is too long"),
-    }
-}
-
 /// The checked model.
 pub(crate) struct Service {
     pub(crate) ident: Ident,
@@ -102,16 +147,10 @@ pub(crate) struct Service {
     pub(crate) concurrency: Option<usize>,
     /// Per-request timeout in milliseconds.
     pub(crate) timeout_ms: Option<u64>,
-    pub(crate) params: Vec<Param>,
+    pub(crate) params: Params,
     pub(crate) output: Output,
     pub(crate) tools: Vec<Tool>,
     pub(crate) krate: syn::Path,
-}
-
-impl Service {
-    pub(crate) fn has(&self, role: fn(&Role) -> bool) -> bool {
-        self.params.iter().any(|param| role(&param.role))
-    }
 }
 
 /// Characters Pulsar accepts in a topic's local name, tenant and namespace.
@@ -264,8 +303,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
     let params = build_params(function, &documented, errors);
     let output = build_output(&signature.output, errors);
 
-    let visible = VisibleParams::of(&params);
-    let tools = build_tools(&attr, function, &doc, &visible, errors);
+    let tools = build_tools(&attr, function, &doc, &params, errors);
 
     let krate = attr
         .krate
@@ -304,7 +342,13 @@ fn role_of(pat_type: &syn::PatType, errors: &mut Errors) -> Role {
             _ => Role::Stream,
         };
         if role.is_some() {
-            errors.spanned(attr, "a parameter can have only one of `#[config]`, `#[config_param]`, `#[args]`, `#[context]`, `#[stream]`");
+            errors.spanned(
+                attr,
+                format_args!(
+                    "a parameter can have only one of {}",
+                    code_list(ROLE_ATTRS.iter().map(|name| format!("#[{name}]")))
+                ),
+            );
         } else {
             role = Some(this);
         }
@@ -312,14 +356,109 @@ fn role_of(pat_type: &syn::PatType, errors: &mut Errors) -> Role {
     role.unwrap_or(Role::Argument)
 }
 
-fn build_params(
-    function: &ItemFn,
-    documented: &[crate::doc::DocArgument],
+/// Puts a parameter where only one may go (`what` names the place, `attr`
+/// the attribute); a second such parameter is an error on it.
+fn place_once<T>(
+    place: &mut Option<T>,
+    value: T,
+    pat_type: &syn::PatType,
+    what: &str,
+    attr: &str,
     errors: &mut Errors,
-) -> Vec<Param> {
-    let mut params = Vec::new();
-    let mut seen: [Option<Span>; 4] = [None; 4];
-    for input in &function.sig.inputs {
+) {
+    if place.is_some() {
+        errors.spanned(
+            pat_type,
+            format_args!(
+                "only one {what} parameter is allowed; remove this second `{attr}` parameter"
+            ),
+        );
+    } else {
+        *place = Some(value);
+    }
+}
+
+/// A whole-struct parameter.
+fn whole(position: usize, pat_type: &syn::PatType) -> Whole {
+    match &*pat_type.ty {
+        Type::Reference(reference) => Whole {
+            position,
+            ty: (*reference.elem).clone(),
+            by_ref: true,
+        },
+        ty => Whole {
+            position,
+            ty: ty.clone(),
+            by_ref: false,
+        },
+    }
+}
+
+/// A context or stream parameter.
+fn slot(position: usize, pat_type: &syn::PatType) -> Slot {
+    Slot {
+        position,
+        by_ref: matches!(*pat_type.ty, Type::Reference(_)),
+    }
+}
+
+/// A single parameter: named by a plain identifier (the name on the wire)
+/// and of an owned, concrete type. `None` when it has no usable name (the
+/// error is recorded).
+fn single(position: usize, pat_type: &syn::PatType, errors: &mut Errors) -> Option<Single> {
+    let ty = &*pat_type.ty;
+    let ident = match &*pat_type.pat {
+        Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+            Some(ident.ident.clone())
+        }
+        other => {
+            errors.spanned(
+                other,
+                "name this parameter with a plain identifier: it becomes the name on the wire",
+            );
+            None
+        }
+    };
+    if let Type::Reference(_) = ty {
+        errors.spanned(
+            ty,
+            "argument and config parameters are decoded into owned values; use an owned type (e.g. `String` instead of `&str`)",
+        );
+    }
+    if let Type::ImplTrait(_) = ty {
+        errors.spanned(
+            ty,
+            "argument and config parameters need a concrete type, not `impl Trait`",
+        );
+    }
+    Some(Single {
+        position,
+        ident: ident?,
+        ty: ty.clone(),
+        description: None,
+    })
+}
+
+/// The description of a plain argument, from the `# Arguments` section.
+fn describe(argument: &Single, documented: &[DocArgument], errors: &mut Errors) -> Option<String> {
+    let wire = argument.wire_name();
+    match documented.iter().find(|entry| entry.name == wire) {
+        Some(entry) if !entry.description.is_empty() => Some(entry.description.clone()),
+        _ => {
+            errors.spanned(
+                &argument.ident,
+                format_args!(
+                    "argument `{wire}` is not documented; the LLM needs its description: add `/// * `{wire}` - what it is` under a `/// # Arguments` heading in the function's doc comment"
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn build_params(function: &ItemFn, documented: &[DocArgument], errors: &mut Errors) -> Params {
+    let mut params = Params::default();
+    for (position, input) in function.sig.inputs.iter().enumerate() {
         let pat_type = match input {
             FnArg::Receiver(receiver) => {
                 errors.spanned(
@@ -330,76 +469,51 @@ fn build_params(
             }
             FnArg::Typed(pat_type) => pat_type,
         };
-        let role = role_of(pat_type, errors);
-        let once = match role {
-            Role::Config => Some((0, "#[config]", "whole-config")),
-            Role::Args => Some((1, "#[args]", "whole-arguments")),
-            Role::Context => Some((2, "#[context]", "context")),
-            Role::Stream => Some((3, "#[stream]", "stream")),
-            _ => None,
-        };
-        if let Some((slot, attr, what)) = once {
-            if seen[slot].is_some() {
-                errors.spanned(
-                    pat_type,
-                    format_args!("only one {what} parameter is allowed; remove this second `{attr}` parameter"),
-                );
-                continue;
-            }
-            seen[slot] = Some(pat_type.span());
-        }
-        let ty = (*pat_type.ty).clone();
-        let by_ref = matches!(ty, Type::Reference(_));
-        let named = matches!(role, Role::Argument | Role::ConfigParam);
-        let mut name = None;
-        if named {
-            match &*pat_type.pat {
-                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
-                    name = Some(ident.ident.clone())
-                }
-                other => errors.spanned(
-                    other,
-                    "name this parameter with a plain identifier: it becomes the name on the wire",
-                ),
-            }
-            if by_ref {
-                errors.spanned(
-                    &ty,
-                    "argument and config parameters are decoded into owned values; use an owned type (e.g. `String` instead of `&str`)",
-                );
-            }
-            if let Type::ImplTrait(_) = ty {
-                errors.spanned(
-                    &ty,
-                    "argument and config parameters need a concrete type, not `impl Trait`",
-                );
-            }
-        }
-        let description = match (&role, &name) {
-            (Role::Argument, Some(ident)) => {
-                let wire = ident.unraw().to_string();
-                match documented.iter().find(|entry| entry.name == wire) {
-                    Some(entry) if !entry.description.is_empty() => Some(entry.description.clone()),
-                    _ => {
-                        errors.spanned(
-                            ident,
-                            format_args!(
-                                "argument `{wire}` is not documented; the LLM needs its description: add `/// * `{wire}` - what it is` under a `/// # Arguments` heading in the function's doc comment"
-                            ),
-                        );
-                        None
-                    }
+        match role_of(pat_type, errors) {
+            Role::Config => place_once(
+                &mut params.config.whole,
+                whole(position, pat_type),
+                pat_type,
+                "whole-config",
+                "#[config]",
+                errors,
+            ),
+            Role::Args => place_once(
+                &mut params.arguments.whole,
+                whole(position, pat_type),
+                pat_type,
+                "whole-arguments",
+                "#[args]",
+                errors,
+            ),
+            Role::Context => place_once(
+                &mut params.context,
+                slot(position, pat_type),
+                pat_type,
+                "context",
+                "#[context]",
+                errors,
+            ),
+            Role::Stream => place_once(
+                &mut params.stream,
+                slot(position, pat_type),
+                pat_type,
+                "stream",
+                "#[stream]",
+                errors,
+            ),
+            Role::ConfigParam => {
+                if let Some(config_param) = single(position, pat_type, errors) {
+                    params.config.singles.push(config_param);
                 }
             }
-            _ => None,
-        };
-        params.push(Param {
-            role,
-            name,
-            ty,
-            by_ref: by_ref && !named,
-            description,
-        });
+            Role::Argument => {
+                if let Some(mut argument) = single(position, pat_type, errors) {
+                    argument.description = describe(&argument, documented, errors);
+                    params.arguments.singles.push(argument);
+                }
+            }
+        }
     }
     let names: BTreeSet<String> = function
         .sig
@@ -454,11 +568,11 @@ fn build_tools(
     attr: &ServiceAttr,
     function: &ItemFn,
     doc: &Doc,
-    visible: &VisibleParams,
+    params: &Params,
     errors: &mut Errors,
 ) -> Vec<Tool> {
-    let has_whole_args = visible.has_whole_args;
-    let plain_arguments = &visible.plain_arguments;
+    let has_whole_args = params.arguments.whole.is_some();
+    let plain_arguments = params.arguments.names();
     let summary = doc.summary();
     let default_name = kebab_case(&function.sig.ident);
     if attr.tools.is_empty() {
@@ -474,7 +588,7 @@ fn build_tools(
             config: Vec::new(),
             arguments: Vec::new(),
         };
-        check_preset(&tool, attr_span(), visible, errors);
+        check_preset(&tool, attr_span(), &params.config, errors);
         return vec![tool];
     }
     let mut names = BTreeSet::new();
@@ -553,7 +667,7 @@ fn build_tools(
                         format_args!(
                             "`{}` is not an argument of this service; expected one of {}",
                             entry.name,
-                            quoted_list(plain_arguments)
+                            argument_list(&plain_arguments)
                         ),
                     );
                 }
@@ -565,53 +679,18 @@ fn build_tools(
             config: preset.config.clone(),
             arguments: preset.arguments.clone(),
         };
-        check_preset(&tool, preset.span, visible, errors);
+        check_preset(&tool, preset.span, &params.config, errors);
         tools.push(tool);
     }
     tools
 }
 
-/// What the macro can see of the config params and arguments.
-struct VisibleParams {
-    has_whole_config: bool,
-    has_whole_args: bool,
-    config_names: Vec<String>,
-    required_config: Vec<String>,
-    plain_arguments: Vec<String>,
-}
-
-impl VisibleParams {
-    fn of(params: &[Param]) -> Self {
-        let names = |role: fn(&Param) -> bool| -> Vec<String> {
-            params
-                .iter()
-                .filter(|param| role(param))
-                .filter_map(|param| param.name.as_ref().map(|ident| ident.unraw().to_string()))
-                .collect()
-        };
-        Self {
-            has_whole_config: params
-                .iter()
-                .any(|param| matches!(param.role, Role::Config)),
-            has_whole_args: params.iter().any(|param| matches!(param.role, Role::Args)),
-            config_names: names(|param| matches!(param.role, Role::ConfigParam)),
-            required_config: names(|param| {
-                matches!(param.role, Role::ConfigParam) && !is_named(&param.ty, "Option")
-            }),
-            plain_arguments: names(|param| matches!(param.role, Role::Argument)),
-        }
-    }
-}
-
-fn quoted_list(names: &[String]) -> String {
+/// The plain arguments, as an error message lists them.
+fn argument_list(names: &[String]) -> String {
     if names.is_empty() {
         return String::from("none (this service takes no plain arguments)");
     }
-    names
-        .iter()
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    code_list(names)
 }
 
 fn attr_span() -> Span {
@@ -621,24 +700,17 @@ fn attr_span() -> Span {
 /// Checks a preset against the config params the macro can see. With a whole
 /// config struct, its fields are only known at run time: the registry checks
 /// them when descriptors are emitted.
-fn check_preset(tool: &Tool, span: Span, visible: &VisibleParams, errors: &mut Errors) {
-    if visible.has_whole_config {
+fn check_preset(tool: &Tool, span: Span, config: &Side, errors: &mut Errors) {
+    if config.whole.is_some() {
         return;
     }
-    let known = &visible.config_names;
+    let known = config.names();
     for entry in &tool.config {
         if !known.contains(&entry.key) {
             let hint = if known.is_empty() {
                 String::from("this service takes no config; add a `#[config_param]` or `#[config]` parameter")
             } else {
-                format!(
-                    "expected one of {}",
-                    known
-                        .iter()
-                        .map(|name| format!("`{name}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                format!("expected one of {}", code_list(&known))
             };
             errors.at(
                 entry.key_span,
@@ -649,7 +721,7 @@ fn check_preset(tool: &Tool, span: Span, visible: &VisibleParams, errors: &mut E
             );
         }
     }
-    for name in &visible.required_config {
+    for name in &config.required_names() {
         if !tool.config.iter().any(|entry| &entry.key == name) {
             errors.at(
                 span,
@@ -659,23 +731,5 @@ fn check_preset(tool: &Tool, span: Span, visible: &VisibleParams, errors: &mut E
                 ),
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_millis;
-
-    #[test]
-    fn timeouts_are_a_number_and_a_unit() {
-        assert_eq!(parse_millis("250ms"), Ok(250));
-        assert_eq!(parse_millis("30s"), Ok(30_000));
-        assert_eq!(parse_millis("5m"), Ok(300_000));
-        assert_eq!(parse_millis("1h"), Ok(3_600_000));
-        for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms"] {
-            assert!(parse_millis(bad).is_err(), "{bad:?} was accepted");
-        }
-        assert_eq!(parse_millis("0s"), Err("must be longer than zero"));
-        assert_eq!(parse_millis("99999999999999999h"), Err("is too long"));
     }
 }

@@ -1,0 +1,94 @@
+//! Durations as the attribute writes them (`timeout = "30s"`): a whole number
+//! and a unit, `ms`, `s`, `m` or `h`. Zero is rejected, and so is a duration
+//! whose milliseconds do not fit in a `u64`. `serve --timeout` in the runtime
+//! reads durations by the same rules; both test against the same table of
+//! cases (`DURATION_CASES` in the tests below).
+
+/// Milliseconds in a duration written as a whole number and a unit:
+/// `"250ms"`, `"30s"`, `"5m"`, `"1h"`. The error completes a sentence that
+/// starts with the key, e.g. "`timeout` is too long".
+pub(crate) fn parse_millis(text: &str) -> Result<u64, &'static str> {
+    const PROBLEM: &str =
+        "must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`";
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or(PROBLEM)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| PROBLEM)?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(PROBLEM),
+    };
+    match number.checked_mul(scale) {
+        Some(0) => Err("must be longer than zero"),
+        Some(ms) => Ok(ms),
+        None => Err("is too long"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_millis;
+
+    /// Duration texts and what they read as: `Some(milliseconds)`, or `None`
+    /// when rejected. The runtime's duration parser is tested against a copy
+    /// of this table; keep the two the same.
+    const DURATION_CASES: &[(&str, Option<u64>)] = &[
+        ("250ms", Some(250)),
+        ("30s", Some(30_000)),
+        ("5m", Some(300_000)),
+        ("1h", Some(3_600_000)),
+        ("007s", Some(7_000)),
+        ("18446744073709551615ms", Some(u64::MAX)),
+        ("0s", None),
+        ("0ms", None),
+        ("", None),
+        ("30", None),
+        ("s", None),
+        ("ms", None),
+        ("1.5s", None),
+        ("30 s", None),
+        (" 30s", None),
+        ("30s ", None),
+        ("-1s", None),
+        ("+1s", None),
+        ("30S", None),
+        ("30sec", None),
+        ("1d", None),
+        ("18446744073709551615h", None),
+        ("18446744073709551615s", None),
+        ("18446744073709551616ms", None),
+    ];
+
+    #[test]
+    fn durations_read_as_the_shared_table_says() {
+        for &(text, expected) in DURATION_CASES {
+            assert_eq!(parse_millis(text).ok(), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn timeouts_are_a_number_and_a_unit() {
+        assert_eq!(parse_millis("250ms"), Ok(250));
+        assert_eq!(parse_millis("30s"), Ok(30_000));
+        assert_eq!(parse_millis("5m"), Ok(300_000));
+        assert_eq!(parse_millis("1h"), Ok(3_600_000));
+        for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms"] {
+            assert!(parse_millis(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_millis("0s"), Err("must be longer than zero"));
+        assert_eq!(parse_millis("99999999999999999h"), Err("is too long"));
+    }
+
+    #[test]
+    fn a_malformed_duration_is_told_how_to_write_one() {
+        for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms", "1d"] {
+            assert_eq!(
+                parse_millis(bad),
+                Err("must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`"),
+                "{bad:?}"
+            );
+        }
+    }
+}
