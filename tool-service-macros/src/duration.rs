@@ -1,8 +1,8 @@
 //! Durations as the attribute writes them (`timeout = "30s"`): a whole number
 //! and a unit, `ms`, `s`, `m` or `h`. Zero is rejected, and so is a duration
 //! whose milliseconds do not fit in a `u64`. `serve --timeout` in the runtime
-//! reads durations by the same rules; both test against the same table of
-//! cases (`DURATION_CASES` in the tests below).
+//! reads durations by the same rules: its tests include this file and run
+//! both parsers over `DURATION_CASES` below.
 
 /// Milliseconds in a duration written as a whole number and a unit:
 /// `"250ms"`, `"30s"`, `"5m"`, `"1h"`. The error completes a sentence that
@@ -28,13 +28,13 @@ pub(crate) fn parse_millis(text: &str) -> Result<u64, &'static str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::parse_millis;
 
     /// Duration texts and what they read as: `Some(milliseconds)`, or `None`
     /// when rejected. The runtime's duration parser is tested against a copy
     /// of this table; keep the two the same.
-    const DURATION_CASES: &[(&str, Option<u64>)] = &[
+    pub(crate) const DURATION_CASES: &[(&str, Option<u64>)] = &[
         ("250ms", Some(250)),
         ("30s", Some(30_000)),
         ("5m", Some(300_000)),

@@ -2,8 +2,8 @@
 //! and a unit, `250ms`, `30s`, `5m` or `1h`.
 //!
 //! The `timeout = "…"` attribute is checked at compile time by the macro
-//! crate with the same rules; a test here runs both parsers over the same
-//! inputs.
+//! crate with the same rules; a test here includes the macro crate's parser
+//! and runs both over its table of cases.
 
 use std::time::Duration;
 
@@ -61,9 +61,24 @@ fn millis(text: &str) -> Result<u64, Problem> {
     }
 }
 
+/// The macro crate's parser, for the test that both read alike.
+#[cfg(test)]
+#[path = "../../tool-service-macros/src/duration.rs"]
+#[allow(dead_code)]
+mod attribute;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_and_the_attribute_read_durations_alike() {
+        for &(text, expected) in attribute::tests::DURATION_CASES {
+            let flag = parse(text).ok().map(|limit| limit.as_millis() as u64);
+            assert_eq!(flag, expected, "{text:?}");
+            assert_eq!(attribute::parse_millis(text).ok(), expected, "{text:?}");
+        }
+    }
 
     #[test]
     fn durations_read_and_show_alike() {
