@@ -73,7 +73,7 @@ fn pick_joke(topic: &str, style: JokeStyle) -> &'static str {
 ///
 /// # Arguments
 /// * `topic` - The topic for the joke (e.g., programming, animals, food)
-/// * `style` - The kind of joke: `pun` (default), `dad-joke` or `one-liner`.
+/// * `style` - The kind of joke (a config param, set by each tool).
 #[tool_service(
     topic = "joke",
     tool(

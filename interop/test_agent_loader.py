@@ -9,10 +9,11 @@ import copy
 import json
 import subprocess
 
+from trustgraph.agent.react.agent_manager import AgentManager
 from trustgraph.agent.react.service import Processor
 from trustgraph.agent.react.tools import ToolServiceImpl
 
-from peer import examples_dir, with_client
+from peer import GOLDEN, examples_dir, with_client
 
 
 def descriptors(example):
@@ -84,3 +85,49 @@ def test_a_call_with_what_the_agent_derived_is_answered():
     ))
     hits = json.loads(text)
     assert len(hits) == 2  # the tool's max-results reached the service
+
+
+def search_tree():
+    """The search-documents tool as our registry describes it (pinned by
+    tests/descriptions.rs), with its service item."""
+    tool = json.loads((GOLDEN / "search-documents.json").read_text())
+    service = {
+        "id": "search-documents-service",
+        "request-queue": "non-persistent://tg/request/search-documents",
+        "response-queue": "non-persistent://tg/response/search-documents",
+        "config-params": [],
+    }
+    return {"tool-service": {service["id"]: service}, "tool": {tool["name"]: tool}}
+
+
+class RecordingPrompt:
+    """The prompt service as the agent calls it: records the variables of
+    the agent-react template and answers with a final answer."""
+
+    def __init__(self):
+        self.variables = None
+
+    async def agent_react(self, variables, streaming=False, **_):
+        self.variables = variables
+
+        class Result:
+            text = "Thought: done\nFinal Answer: ok"
+
+        return Result()
+
+
+def test_the_agent_prompt_carries_the_allowed_values_and_fields():
+    tools = load_tools(search_tree())
+    assert tools is not None, "the agent rejected the descriptors"
+    prompt = RecordingPrompt()
+    manager = AgentManager(tools)
+    asyncio.run(manager.reason("find the Q3 report", [], lambda name: prompt))
+    (tool,) = prompt.variables["tools"]
+    arguments = {argument["name"]: argument for argument in tool["arguments"]}
+    mode = arguments["mode"]
+    assert mode["type"] == "string"
+    for value in ("`keyword` (Exact words)", "`semantic`", "`hybrid`"):
+        assert value in mode["description"], mode
+    assert "`from` (string, required)" in arguments["period"]["description"]
+    assert "Default: `5`." in arguments["maxHits"]["description"]
+    print(json.dumps(prompt.variables["tools"], indent=2))

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
     // What generated code registers, and typed decoding.
-    &["decode", "spec"],
+    &["decode", "schema", "spec"],
     &["descriptor", "dispatch"],
     &["registry"],
     // What generated code reaches, by absolute path.

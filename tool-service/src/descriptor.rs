@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::schema::{self, object_fields, type_word};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -238,13 +240,20 @@ pub(crate) fn describe(
     }
 
     let arguments_schema = (spec.arguments_schema)();
+    // Each argument, and what its schema says beyond its type word (added to
+    // its description once the description itself is checked).
+    let mut prose = BTreeMap::new();
     let arguments = match object_fields(arguments_schema.as_value()) {
         Some(fields) => fields
             .into_iter()
-            .map(|field| Argument {
-                kind: type_word(&field.schema, arguments_schema.as_value()).to_owned(),
-                description: field.description.unwrap_or_default(),
-                name: field.name,
+            .map(|field| {
+                let root = arguments_schema.as_value();
+                prose.insert(field.name.clone(), schema::prose(&field, root));
+                Argument {
+                    kind: type_word(&field.schema, root).to_owned(),
+                    description: field.description.unwrap_or_default(),
+                    name: field.name,
+                }
             })
             .collect(),
         None => {
@@ -314,12 +323,15 @@ pub(crate) fn describe(
                 }),
             }
         }
-        for argument in &tool_arguments {
+        for argument in &mut tool_arguments {
             if argument.description.trim().is_empty() {
                 errors.push(DescriptorError::UndocumentedArgument {
                     tool: tool.name.to_owned(),
                     argument: argument.name.clone(),
                 });
+            }
+            if let Some(prose) = prose.get(&argument.name) {
+                argument.description = schema::join(&argument.description, prose);
             }
         }
         tools.push(ToolDescriptor {
@@ -342,114 +354,6 @@ pub(crate) fn describe(
         config_params,
     };
     Ok((descriptor, tools))
-}
-
-/// One property of an object schema.
-#[derive(Debug)]
-struct Field {
-    name: String,
-    required: bool,
-    description: Option<String>,
-    schema: Value,
-}
-
-/// The properties of an object schema, in declaration order; `None` when the
-/// schema is not an object.
-fn object_fields(root: &Value) -> Option<Vec<Field>> {
-    let object = resolve(root, root);
-    let properties = match object.get("properties") {
-        Some(Value::Object(properties)) => properties,
-        Some(_) => return None,
-        None if type_word(object, root) == "object" => return Some(Vec::new()),
-        None => return None,
-    };
-    let required: BTreeSet<&str> = object
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    Some(
-        properties
-            .iter()
-            .map(|(name, schema)| Field {
-                name: name.clone(),
-                required: required.contains(name.as_str()),
-                description: schema
-                    .get("description")
-                    .or_else(|| resolve(schema, root).get("description"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                schema: schema.clone(),
-            })
-            .collect(),
-    )
-}
-
-/// Follows a local `$ref` (`#/$defs/Name`) to the schema it names.
-fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
-    let mut current = schema;
-    for _ in 0..32 {
-        let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
-            return current;
-        };
-        let Some(pointer) = reference.strip_prefix('#') else {
-            return current;
-        };
-        match root.pointer(pointer) {
-            Some(target) => current = target,
-            None => return current,
-        }
-    }
-    current
-}
-
-/// The JSON type word of a schema: `string`, `integer`, `number`, `boolean`,
-/// `array` or `object`. `null` alternatives (from `Option`) are ignored; a
-/// schema that admits anything is `object`.
-pub(crate) fn type_word<'a>(schema: &'a Value, root: &'a Value) -> &'a str {
-    let schema = resolve(schema, root);
-    match schema.get("type") {
-        Some(Value::String(word)) => return word,
-        Some(Value::Array(words)) => {
-            if let Some(word) = words
-                .iter()
-                .filter_map(Value::as_str)
-                .find(|word| *word != "null")
-            {
-                return word;
-            }
-        }
-        _ => {}
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(options)) = schema.get(key) {
-            let words: Vec<&str> = options
-                .iter()
-                .map(|option| type_word(option, root))
-                .filter(|word| *word != "null")
-                .collect();
-            if let Some(first) = words.first() {
-                if words.iter().all(|word| word == first) {
-                    return first;
-                }
-                return "object";
-            }
-        }
-    }
-    let constant = schema
-        .get("const")
-        .or_else(|| schema.get("enum").and_then(|values| values.get(0)));
-    match constant {
-        Some(Value::String(_)) => "string",
-        Some(Value::Bool(_)) => "boolean",
-        Some(Value::Number(number)) if number.is_f64() => "number",
-        Some(Value::Number(_)) => "integer",
-        Some(Value::Array(_)) => "array",
-        Some(Value::Null) => "null",
-        _ if schema.get("properties").is_some() => "object",
-        _ if schema.get("items").is_some() => "array",
-        _ => "object",
-    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub mod wire;
 
 // What generated code registers, and typed decoding of requests.
 mod decode;
+mod schema;
 mod spec;
 
 // Descriptors, the request path, and the checked set of services.
