@@ -140,3 +140,21 @@ fn every_problem_is_reported_at_once() {
         .to_string()
         .starts_with("8 problems in the registered tool services:"));
 }
+
+#[test]
+fn the_cargo_test_guard_fails_with_the_binarys_message() {
+    let panic = std::panic::catch_unwind(|| {
+        tool_service::Registry::collect().unwrap();
+    })
+    .unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    let error = Registry::collect().unwrap_err().to_string();
+    assert!(
+        error.starts_with("8 problems in the registered tool services:\n  - "),
+        "{error}"
+    );
+    assert_eq!(
+        message,
+        &format!("called `Result::unwrap()` on an `Err` value: {error}")
+    );
+}

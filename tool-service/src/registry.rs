@@ -49,7 +49,18 @@ pub enum Problem {
 }
 
 /// All the problems found in a set of services.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` form is its message, so that the one-line guard
+/// `Registry::collect().unwrap()` in a `#[test]` fails with the words the
+/// binary would print:
+///
+/// ```
+/// #[test]
+/// fn tool_services_are_valid() {
+///     tool_service::Registry::collect().unwrap();
+/// }
+/// ```
+#[derive(Clone, PartialEq, Eq)]
 pub struct RegistryError {
     problems: Vec<Problem>,
 }
@@ -77,6 +88,12 @@ impl fmt::Display for RegistryError {
                 Ok(())
             }
         }
+    }
+}
+
+impl fmt::Debug for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
