@@ -55,10 +55,11 @@ pub enum Problem {
 /// binary would print:
 ///
 /// ```
-/// #[test]
+/// // With `#[test]` in your tests:
 /// fn tool_services_are_valid() {
 ///     tool_service::Registry::collect().unwrap();
 /// }
+/// # tool_services_are_valid();
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct RegistryError {
