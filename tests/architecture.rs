@@ -38,6 +38,7 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("Service", "spec"),
     ("Chunks", "stream"),
     ("StreamClosed", "stream"),
+    ("Collected", "stream"),
     ("response_text", "response"),
     ("tool_service", "macro"),
     ("run", "cli"),

@@ -115,5 +115,5 @@ pub use error::{ToolError, TypedError};
 pub use registry::{Problem, Registry, RegistryError, UnknownName};
 pub use response::response_text;
 pub use spec::Service;
-pub use stream::{Chunks, StreamClosed};
+pub use stream::{Chunks, Collected, StreamClosed};
 pub use tool_service_macros::tool_service;

@@ -1,6 +1,7 @@
 //! Streaming responses: a handler sends chunks before its final result.
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 
@@ -25,7 +26,18 @@ use tokio::sync::mpsc;
 /// ```
 #[derive(Debug)]
 pub struct Chunks {
-    sender: Option<mpsc::Sender<String>>,
+    sender: Sender,
+}
+
+/// Where the chunks go.
+#[derive(Debug)]
+enum Sender {
+    /// To the response, through the dispatcher.
+    Response(mpsc::Sender<String>),
+    /// Into a list, for a unit test.
+    Collect(Arc<Mutex<Vec<String>>>),
+    /// Nowhere: every send fails.
+    Disconnected,
 }
 
 /// How many chunks may wait to be sent before [`Chunks::send`] waits.
@@ -37,16 +49,48 @@ impl Chunks {
         let (sender, receiver) = mpsc::channel(CHUNK_BUFFER);
         (
             Self {
-                sender: Some(sender),
+                sender: Sender::Response(sender),
             },
             receiver,
         )
     }
 
-    /// An end that is not connected to any response: every send fails. This is
-    /// what a handler gets when called outside a service, e.g. in a unit test.
+    /// An end that is not connected to any response: every send fails.
     pub fn disconnected() -> Self {
-        Self { sender: None }
+        Self {
+            sender: Sender::Disconnected,
+        }
+    }
+
+    /// An end that keeps every chunk, for a unit test of a streaming
+    /// handler called directly.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, Chunks, StreamClosed};
+    ///
+    /// /// Count to three.
+    /// #[tool_service(topic = "collect-count")]
+    /// async fn count(#[stream] out: Chunks) -> Result<(), StreamClosed> {
+    ///     for n in 1..=3 {
+    ///         out.send(n.to_string()).await?;
+    ///     }
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let (out, chunks) = Chunks::collect();
+    /// count(out).await.unwrap();
+    /// assert_eq!(chunks.take(), ["1", "2", "3"]);
+    /// # }
+    /// ```
+    pub fn collect() -> (Self, Collected) {
+        let chunks = Arc::new(Mutex::new(Vec::new()));
+        (
+            Self {
+                sender: Sender::Collect(Arc::clone(&chunks)),
+            },
+            Collected(chunks),
+        )
     }
 
     /// Sends one chunk of the response. Waits while earlier chunks are still
@@ -56,9 +100,28 @@ impl Chunks {
     /// [`StreamClosed`] when the response can no longer be delivered.
     pub async fn send(&self, chunk: impl Into<String>) -> Result<(), StreamClosed> {
         match &self.sender {
-            Some(sender) => sender.send(chunk.into()).await.map_err(|_| StreamClosed),
-            None => Err(StreamClosed),
+            Sender::Response(sender) => sender.send(chunk.into()).await.map_err(|_| StreamClosed),
+            Sender::Collect(chunks) => {
+                chunks
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(chunk.into());
+                Ok(())
+            }
+            Sender::Disconnected => Err(StreamClosed),
         }
+    }
+}
+
+/// The chunks a [`Chunks::collect`] end was sent.
+#[derive(Debug, Clone)]
+pub struct Collected(Arc<Mutex<Vec<String>>>);
+
+impl Collected {
+    /// The chunks sent so far, in order; later sends are kept for the next
+    /// call.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

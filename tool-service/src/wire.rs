@@ -247,6 +247,51 @@ impl Frame {
     pub fn decode(payload: &[u8]) -> Result<Self, serde_json::Error> {
         serde_json::from_slice(payload)
     }
+
+    /// The frame's result, read back as the value the handler returned: a
+    /// handler's `Serialize` value travels as its JSON text.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, wire::Request, Registry};
+    ///
+    /// /// Add two numbers.
+    /// ///
+    /// /// # Arguments
+    /// /// * `a` - The first.
+    /// /// * `b` - The second.
+    /// #[tool_service(topic = "frame-json-add")]
+    /// async fn add(a: i64, b: i64) -> Vec<i64> {
+    ///     vec![a, b, a + b]
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let request = Request::new(serde_json::json!({}), serde_json::json!({"a": 2, "b": 3}));
+    /// let frames = Registry::collect().unwrap().call("add", "id", request).await.unwrap();
+    /// assert_eq!(frames[0].json::<Vec<i64>>().unwrap(), [2, 3, 5]);
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`ResultError::Tool`] with the frame's error, or [`ResultError::Json`]
+    /// when the response is not the JSON of a `T`.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, ResultError> {
+        match &self.error {
+            Some(error) => Err(ResultError::Tool(error.clone())),
+            None => serde_json::from_str(&self.response).map_err(ResultError::Json),
+        }
+    }
+}
+
+/// Why [`Frame::json`] has no value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResultError {
+    /// The frame carries an error.
+    #[error("the frame is an error: {0}")]
+    Tool(ToolError),
+    /// The response is not the JSON of the type asked for.
+    #[error("the response is not the JSON asked for: {0}")]
+    Json(serde_json::Error),
 }
 
 /// Counts the bytes written to it.
