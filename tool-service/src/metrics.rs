@@ -19,6 +19,21 @@
 //! `consumer` is always `request`. Recording costs a few atomic operations
 //! per request; error counts take a lock, on errors only.
 //!
+//! # Why not `prometheus-client`
+//!
+//! The Prometheus project's crate was measured against this module side by
+//! side (`cargo bench -p tool-service-bench --bench metrics`, 0.26.0, same
+//! families, labels and buckets). Its `prometheus_text` encoder can give
+//! these exact names (registered without `_total`, which it appends) and
+//! the same samples; its OpenMetrics encoder, the one its docs show, cannot
+//! (`# TYPE` without `_total`, `le="1.0"`, `# EOF`). Against it, this
+//! module records the ok path in about half the instructions (82 against
+//! 155), an error in a seventh (179 against 1,205: its family key allocates
+//! the error type), renders 1.6× faster, keeps its histogram lock-free and
+//! its output in a fixed order, and needs no dependency. Switching would
+//! remove about 100 of these lines and add 7 crates. Kept; native
+//! histograms or exemplars would be the reason to revisit.
+//!
 //! ```
 //! use std::time::Duration;
 //! use tool_service::metrics::Metrics;
