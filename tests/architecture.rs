@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. Every top-level module of the crate is in one.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &["duration", "error", "known", "log_text"],
+    &["duration", "error", "known", "log_text", "state"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
     // What generated code registers, and typed decoding.
@@ -35,7 +35,10 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("Problem", "registry"),
     ("RegistryError", "registry"),
     ("UnknownName", "registry"),
+    ("MissingState", "registry"),
+    ("App", "cli"),
     ("Service", "spec"),
+    ("State", "state"),
     ("Chunks", "stream"),
     ("StreamClosed", "stream"),
     ("Collected", "stream"),

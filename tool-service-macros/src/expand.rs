@@ -344,6 +344,7 @@ fn glue(service: &Service) -> TokenStream {
                     config_schema: #krate::__private::config_schema::<__ToolServiceTypes>,
                     arguments_schema: #krate::__private::arguments_schema::<__ToolServiceTypes>,
                     check_config: #krate::__private::check_config::<__ToolServiceTypes>,
+                    states: &[],
                     handler: __tool_service_handler,
                     function: ::core::concat!(::core::module_path!(), "::", #function_name),
                     file: ::core::file!(),

@@ -14,6 +14,7 @@ pub use ::serde;
 pub use crate::error::{ErrorProbe, ViaDisplay, ViaTypedError, ViaUnsupported};
 pub use crate::response::response_text;
 pub use crate::spec::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
+pub use crate::state::StateNeed;
 pub use crate::stream::Chunks;
 pub use crate::{Context, ToolError};
 
@@ -40,6 +41,7 @@ where
         request,
         context,
         chunks,
+        state: _,
     } = invocation;
     let config = match decode::<S::Config>(&request.config, Part::Config) {
         Ok(config) => config,

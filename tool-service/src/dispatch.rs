@@ -11,6 +11,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use crate::spec::{HandlerFuture, Invocation, Service};
+use crate::state::State;
 use crate::stream::Chunks;
 use crate::wire::{Frame, Request};
 use crate::{Context, ToolError};
@@ -134,7 +135,7 @@ pub async fn dispatch_within<S: FrameSink + Send>(
         timeout,
         ..Limits::default()
     };
-    dispatch_with(service, id, payload, limits, sink).await
+    dispatch_with(service, State::empty(), id, payload, limits, sink).await
 }
 
 /// Bounds on serving one request.
@@ -198,7 +199,8 @@ impl Limits {
 /// let limits = Limits::default().with_max_message_size(64 * 1024);
 /// let mut frames: Vec<Frame> = Vec::new();
 /// let payload = br#"{"arguments": "{\"times\": 100000}"}"#;
-/// let ok = dispatch::dispatch_with(service, "r", payload, limits, &mut frames).await.unwrap();
+/// let state = tool_service::State::new();
+/// let ok = dispatch::dispatch_with(service, &state, "r", payload, limits, &mut frames).await.unwrap();
 /// assert!(!ok);
 /// let error = frames[0].error.as_ref().unwrap();
 /// assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
@@ -210,13 +212,14 @@ impl Limits {
 /// Only the sink's errors.
 pub async fn dispatch_with<S: FrameSink + Send>(
     service: Service,
+    state: &State,
     id: &str,
     payload: &[u8],
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     match Request::decode(payload) {
-        Ok(request) => run_with(service, id, request, limits, sink).await,
+        Ok(request) => run_with(service, state, id, request, limits, sink).await,
         Err(error) => {
             Bounded::new(sink, limits.max_message_size)
                 .send(id, Frame::last(Err(error)))
@@ -236,11 +239,20 @@ pub async fn run<S: FrameSink + Send>(
     request: Request,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
-    run_with(service, id, request, Limits::default(), sink).await
+    run_with(
+        service,
+        State::empty(),
+        id,
+        request,
+        Limits::default(),
+        sink,
+    )
+    .await
 }
 
 pub(crate) async fn run_with<S: FrameSink + Send>(
     service: Service,
+    state: &State,
     id: &str,
     mut request: Request,
     limits: Limits,
@@ -253,6 +265,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
         // Boxed, so the common non-streaming path keeps a small future.
         Box::pin(stream_chunks(
             service,
+            state,
             id,
             request,
             context,
@@ -265,6 +278,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
             request,
             context,
             chunks: Chunks::disconnected(),
+            state: state.clone(),
         };
         let handler = CatchPanic(call_handler(service, invocation));
         match limits.timeout {
@@ -288,6 +302,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
 /// large for the broker ends the response, and the handler is dropped.
 async fn stream_chunks<S: FrameSink + Send>(
     service: Service,
+    state: &State,
     id: &str,
     request: Request,
     context: Context,
@@ -299,6 +314,7 @@ async fn stream_chunks<S: FrameSink + Send>(
         request,
         context,
         chunks,
+        state: state.clone(),
     };
     let mut handler = CatchPanic(call_handler(service, invocation));
     let expired = async {
@@ -547,9 +563,16 @@ mod size_tests {
             max_message_size: max,
             ..Limits::default()
         };
-        let ok = dispatch_with(service, "req-1", &payload.encode(), limits, &mut frames)
-            .await
-            .unwrap();
+        let ok = dispatch_with(
+            service,
+            State::empty(),
+            "req-1",
+            &payload.encode(),
+            limits,
+            &mut frames,
+        )
+        .await
+        .unwrap();
         (ok, frames)
     }
 
@@ -633,9 +656,16 @@ mod size_tests {
         let service = registry.service("size-tests-blob-service").unwrap();
         let mut frames: Vec<Frame> = Vec::new();
         let limits = Limits::default().with_max_message_size(MAX);
-        let ok = dispatch_with(service, "r", b"not json", limits, &mut frames)
-            .await
-            .unwrap();
+        let ok = dispatch_with(
+            service,
+            State::empty(),
+            "r",
+            b"not json",
+            limits,
+            &mut frames,
+        )
+        .await
+        .unwrap();
         assert!(!ok);
         assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
     }

@@ -66,6 +66,7 @@ mod duration;
 mod error;
 mod known;
 pub mod log_text;
+mod state;
 
 // A request's parts and the frames of its answer.
 mod context;
@@ -109,11 +110,12 @@ pub mod __private;
 
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-pub use cli::run;
+pub use cli::{run, App};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-pub use registry::{Problem, Registry, RegistryError, UnknownName};
+pub use registry::{MissingState, Problem, Registry, RegistryError, UnknownName};
 pub use response::response_text;
 pub use spec::Service;
+pub use state::State;
 pub use stream::{Chunks, Collected, StreamClosed};
 pub use tool_service_macros::tool_service;

@@ -7,6 +7,7 @@ use std::fmt;
 use crate::descriptor::{self, ConfigTree, ToolDescriptor, ToolServiceDescriptor};
 use crate::dispatch;
 use crate::spec::{Service, ServiceSpec};
+use crate::state::State;
 use crate::wire::{Frame, Request};
 
 /// A mistake in the set of services, found before deployment.
@@ -105,6 +106,7 @@ impl std::error::Error for RegistryError {}
 pub struct Registry {
     services: Vec<Service>,
     tree: ConfigTree,
+    state: State,
 }
 
 impl Registry {
@@ -148,9 +150,75 @@ impl Registry {
             }
         }
         if problems.is_empty() {
-            Ok(Self { services, tree })
+            Ok(Self {
+                services,
+                tree,
+                state: State::new(),
+            })
         } else {
             Err(RegistryError { problems })
+        }
+    }
+
+    /// This registry with the values its handlers share (see [`State`]):
+    /// `serve` and [`Registry::call`] hand them to every request.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_service::{tool_service, wire::Request, Registry, State};
+    ///
+    /// struct Greeting(String);
+    ///
+    /// /// Greet someone.
+    /// ///
+    /// /// # Arguments
+    /// /// * `name` - Who.
+    /// #[tool_service(topic = "greet-with-state")]
+    /// async fn greet(#[state] greeting: &Greeting, name: String) -> String {
+    ///     format!("{} {name}", greeting.0)
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let registry = Registry::collect().unwrap()
+    ///     .with_state(State::new().with(Greeting("Hello,".into())));
+    /// let request = Request::new(serde_json::json!({}), serde_json::json!({"name": "Ada"}));
+    /// let frames = registry.call("greet", "id", request).await.unwrap();
+    /// assert_eq!(frames[0].response, "Hello, Ada");
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_state(mut self, state: State) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// The values the handlers share.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Checks that this registry's state holds every `#[state]` type the
+    /// given services take. `serve` checks the services it is about to serve
+    /// before subscribing, and `call` the service it calls.
+    ///
+    /// # Errors
+    /// [`MissingState`], naming each service and type that is missing.
+    pub fn check_state(
+        &self,
+        services: impl IntoIterator<Item = Service>,
+    ) -> Result<(), MissingState> {
+        let mut missing = Vec::new();
+        for service in services {
+            for need in service.spec().states {
+                if !self.state.contains((need.type_id)()) {
+                    missing.push((service.id().to_owned(), (need.type_name)().to_owned()));
+                }
+            }
+        }
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(MissingState { missing })
         }
     }
 
@@ -249,12 +317,36 @@ impl Registry {
             timeout: service.timeout(),
             max_message_size: Some(crate::wire::DEFAULT_MAX_MESSAGE_SIZE),
         };
-        match dispatch::run_with(service, id, request, limits, &mut frames).await {
+        match dispatch::run_with(service, &self.state, id, request, limits, &mut frames).await {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
         }
     }
 }
+
+/// Services take `#[state]` values that were never provided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingState {
+    /// Each service id and the type name it lacks.
+    pub missing: Vec<(String, String)>,
+}
+
+impl fmt::Display for MissingState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (at, (service, type_name)) in self.missing.iter().enumerate() {
+            if at > 0 {
+                f.write_str("; ")?;
+            }
+            write!(
+                f,
+                "service `{service}` takes a `{type_name}` as #[state], and none was provided"
+            )?;
+        }
+        f.write_str(": add it to the State the setup hook returns (App::setup), or with Registry::with_state")
+    }
+}
+
+impl std::error::Error for MissingState {}
 
 /// No tool or service has the name given to [`Registry::call`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -331,6 +423,7 @@ mod tests {
             config_schema: __private::config_schema::<Empty>,
             arguments_schema: __private::arguments_schema::<Empty>,
             check_config: __private::check_config::<Empty>,
+            states: &[],
             handler,
             function: "tests::f",
             file: "src/x.rs",

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use crate::state::{State, StateNeed};
 use crate::stream::Chunks;
 use crate::wire::Request;
 use crate::{Context, ToolError};
@@ -27,6 +28,7 @@ pub struct Invocation {
     pub(crate) request: Request,
     pub(crate) context: Context,
     pub(crate) chunks: Chunks,
+    pub(crate) state: State,
 }
 
 impl Invocation {
@@ -58,6 +60,8 @@ pub struct ServiceSpec {
     pub config_schema: fn() -> schemars::Schema,
     pub arguments_schema: fn() -> schemars::Schema,
     pub check_config: fn(&str) -> Result<(), ToolError>,
+    /// The `#[state]` types the handler takes.
+    pub states: &'static [StateNeed],
     pub handler: Handler,
     pub function: &'static str,
     pub file: &'static str,
@@ -191,6 +195,11 @@ impl Service {
     /// The names of the tools this service backs.
     pub fn tool_names(&self) -> impl Iterator<Item = &'static str> {
         self.0.tools.iter().map(|tool| tool.name)
+    }
+
+    /// The type names of the `#[state]` values the handler takes.
+    pub fn state_types(&self) -> impl Iterator<Item = &'static str> {
+        self.0.states.iter().map(|need| (need.type_name)())
     }
 
     /// Where the service is defined: `path::to::function (file:line)`.

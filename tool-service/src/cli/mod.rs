@@ -19,8 +19,11 @@ use serde_json::Value;
 use crate::wire::Request;
 use crate::Registry;
 
+mod app;
 #[cfg(feature = "pulsar")]
 mod serve;
+
+pub use app::{App, HookError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,6 +80,12 @@ pub(super) enum Command {
 }
 
 /// Runs the command line of this binary over every registered service.
+/// The same as `App::new().run()`; see [`App`] for services that own
+/// resources built at start-up.
+///
+/// Call it from a plain `fn main`, not inside a Tokio runtime: it starts the
+/// runtime `serve` and `call` need. Inside `#[tokio::main]`, use
+/// [`App::run_async`].
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -84,13 +93,7 @@ pub(super) enum Command {
 /// }
 /// ```
 pub fn run() -> ExitCode {
-    // Unlocked handles: log lines written by worker threads must not wait on
-    // a lock this thread would hold for the whole run.
-    run_from(
-        std::env::args_os(),
-        &mut std::io::stdout(),
-        &mut std::io::stderr(),
-    )
+    App::new().run()
 }
 
 /// Runs the command line with explicit arguments and output streams.
@@ -108,50 +111,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(error) => {
-            let text = error.render().to_string();
-            let _ = if error.use_stderr() {
-                write!(err, "{text}")
-            } else {
-                write!(out, "{text}")
-            };
-            return ExitCode::from(error.exit_code().clamp(0, 255) as u8);
-        }
-    };
-    let registry = match Registry::collect() {
-        Ok(registry) => registry,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
-        Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
-        Command::List => list(&registry, out),
-        #[cfg(feature = "pulsar")]
-        Command::Serve(args) => serve::serve(&registry, args),
-        #[cfg(not(feature = "pulsar"))]
-        Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
-        Command::Call {
-            name,
-            arguments,
-            config,
-            user,
-            id,
-        } => call(&registry, &name, arguments, config, user, &id, out),
-    };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    App::new().run_from(args, out, err)
 }
 
-type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
+type CliResult = Result<ExitCode, BoxError>;
+
+/// Any error, as hooks and commands report them.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn descriptors(
     registry: &Registry,
@@ -204,28 +170,33 @@ fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn call(
-    registry: &Registry,
-    name: &str,
+/// What `call` runs.
+#[derive(Debug)]
+struct CallArgs {
+    name: String,
     arguments: String,
     config: Option<String>,
     user: Option<String>,
-    id: &str,
-    out: &mut dyn Write,
-) -> CliResult {
+    id: String,
+}
+
+async fn call(registry: &Registry, args: CallArgs, out: &mut dyn Write) -> CliResult {
+    let CallArgs {
+        name,
+        arguments,
+        config,
+        user,
+        id,
+    } = args;
     let request = Request {
         user: user.filter(|user| !user.is_empty()),
         config: config.unwrap_or_else(|| String::from("{}")),
         arguments,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let frames = runtime.block_on(registry.call(name, id, request))?;
+    let frames = registry.call(&name, &id, request).await?;
     for frame in &frames {
         let mut line = serde_json::Map::new();
-        line.insert("id".into(), id.into());
+        line.insert("id".into(), id.as_str().into());
         if let Value::Object(fields) = serde_json::to_value(frame)? {
             line.extend(fields);
         }

@@ -7,7 +7,7 @@ use crate::broker::BrokerOptions;
 use crate::serve::ServeOptions;
 use crate::Registry;
 
-use super::CliResult;
+use super::{BoxError, CliResult};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -103,7 +103,9 @@ fn read_token_file(path: &std::path::Path) -> Result<String, String> {
     Ok(token.to_owned())
 }
 
-pub(super) fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
+/// The options `serve` runs with, and the handler threads it asks for;
+/// logging is set up here, before any hook runs.
+pub(super) fn prepare(args: ServeArgs) -> Result<(ServeOptions, Option<u16>), BoxError> {
     let level: tracing::Level = args.log_level.parse()?;
     // A second binary-level subscriber (e.g. set by the user) wins; keep it.
     let _ = tracing_subscriber::fmt()
@@ -148,12 +150,12 @@ pub(super) fn serve(registry: &Registry, args: ServeArgs) -> CliResult {
             None => options.timeout = limit,
         }
     }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(threads) = args.worker_threads {
-        runtime.worker_threads(usize::from(threads));
-    }
-    let runtime = runtime.enable_all().build()?;
-    let reports = runtime.block_on(crate::serve::serve(registry, &options, shutdown_signal()))?;
+    Ok((options, args.worker_threads))
+}
+
+/// Serves until SIGINT or SIGTERM; an error when requests were abandoned.
+pub(super) async fn serve(registry: &Registry, options: &ServeOptions) -> CliResult {
+    let reports = crate::serve::serve(registry, options, shutdown_signal()).await?;
     let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
     if abandoned > 0 {
         return Err(

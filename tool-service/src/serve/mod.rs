@@ -30,6 +30,9 @@ use worker::{Limits, Worker};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
+    /// A service to serve takes `#[state]` that was never provided.
+    #[error(transparent)]
+    MissingState(#[from] crate::MissingState),
     /// `--only` named a service this binary does not have.
     #[error("no service `{id}` in this binary (known: {known})")]
     UnknownService {
@@ -207,6 +210,7 @@ impl Serving {
         give_up: impl Future<Output = ()>,
     ) -> Result<Self, ServeError> {
         let services = select_services(registry, &options.only)?;
+        registry.check_state(services.iter().copied())?;
         for (id, _) in &options.service_timeouts {
             if registry.service(id).is_none() {
                 return Err(unknown_service(registry, id));
@@ -262,6 +266,7 @@ impl Serving {
                 Worker::start(
                     &pulsar,
                     service,
+                    registry.state().clone(),
                     metrics.service(service.id()),
                     Limits {
                         concurrency: options.concurrency_of(service),

@@ -18,7 +18,7 @@ use crate::dispatch::{self, FrameSink};
 use crate::log_text::Untrusted;
 use crate::metrics::ServiceMetrics;
 use crate::wire::{Frame, UNKNOWN_ID};
-use crate::{Service, ToolError};
+use crate::{Service, State, ToolError};
 
 type RequestMessage = pulsar::consumer::Message<Vec<u8>>;
 
@@ -35,6 +35,8 @@ pub(super) struct Limits {
 /// The consumer loop of one service.
 pub(super) struct Worker {
     pub(super) service: Service,
+    /// What the handlers share.
+    state: State,
     concurrency: usize,
     window: usize,
     timeout: Duration,
@@ -53,6 +55,7 @@ impl Worker {
     pub(super) async fn start(
         pulsar: &Pulsar<TokioExecutor>,
         service: Service,
+        state: State,
         metrics: Arc<ServiceMetrics>,
         limits: Limits,
     ) -> Result<Self, ServeError> {
@@ -93,6 +96,7 @@ impl Worker {
         metrics.set_running(true);
         Ok(Self {
             service,
+            state,
             concurrency,
             window,
             timeout,
@@ -294,6 +298,7 @@ impl Worker {
         refusal: Option<ToolError>,
     ) {
         let service = self.service;
+        let state = self.state.clone();
         let producer = Arc::clone(&self.producer);
         let limits = dispatch::Limits::default()
             .with_timeout(self.timeout)
@@ -328,7 +333,7 @@ impl Worker {
                         let in_flight = metrics.start();
                         let started = Instant::now();
                         let result =
-                            dispatch::dispatch_with(service, &id, &message.payload.data, limits, &mut sink)
+                            dispatch::dispatch_with(service, &state, &id, &message.payload.data, limits, &mut sink)
                                 .await;
                         if result.is_ok() {
                             let elapsed = started.elapsed();

@@ -1,0 +1,335 @@
+//! [`App`]: the command line with start-up and shutdown hooks, from a plain
+//! `main` or inside a Tokio runtime.
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::io::Write;
+use std::pin::Pin;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use super::{call, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command};
+use crate::{Registry, State};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type Setup = Box<dyn FnOnce() -> BoxFuture<Result<State, BoxError>>>;
+type Shutdown = Box<dyn FnOnce(State) -> BoxFuture<()>>;
+
+/// A tool-service binary: its command line, the [`State`] its handlers
+/// share, and how that state is built and closed.
+///
+/// The setup hook runs only for the commands that call handlers (`serve`
+/// and `call`), never for `descriptors` or `list`, so emitting descriptors
+/// in CI needs no database. If it fails, the process prints its error, exits
+/// non-zero and subscribes to nothing. The shutdown hook runs after `serve`
+/// has drained (or `call` has answered), with the same state, and may take
+/// up to `--grace-period`; state values are dropped after it, in the
+/// reverse order they were added.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_service::{tool_service, App, State};
+///
+/// struct Db { url: String }
+///
+/// impl Db {
+///     async fn connect(url: String) -> Result<Self, std::io::Error> { Ok(Db { url }) }
+///     async fn close(&self) {}
+/// }
+///
+/// /// Where the data lives.
+/// #[tool_service(topic = "where")]
+/// async fn where_(#[state] db: &Db) -> String {
+///     db.url.clone()
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     App::new()
+///         .setup(|| async {
+///             let url = std::env::var("DB_URL").map_err(|_| "set DB_URL to the database's URL")?;
+///             Ok::<_, tool_service::cli::HookError>(State::new().with(Db::connect(url).await?))
+///         })
+///         .shutdown(|state| async move {
+///             if let Some(db) = state.get::<Db>() {
+///                 db.close().await;
+///             }
+///         })
+///         .run()
+/// }
+/// ```
+#[must_use = "nothing runs until `run` or `run_async` is called"]
+#[derive(Default)]
+pub struct App {
+    setup: Option<Setup>,
+    shutdown: Option<Shutdown>,
+}
+
+/// The error a hook may return: anything that converts into a boxed error,
+/// a `&str` or `String` message included.
+pub type HookError = BoxError;
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("setup", &self.setup.is_some())
+            .field("shutdown", &self.shutdown.is_some())
+            .finish()
+    }
+}
+
+impl App {
+    /// A binary with no hooks: its handlers get an empty [`State`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the shared state before `serve` subscribes or `call` calls:
+    /// open pools, read the environment. Runs on the runtime that will run
+    /// the handlers.
+    pub fn setup<F, Fut, E>(mut self, setup: F) -> Self
+    where
+        F: FnOnce() -> Fut + 'static,
+        Fut: Future<Output = Result<State, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        self.setup = Some(Box::new(move || {
+            let future = setup();
+            Box::pin(async move { future.await.map_err(Into::into) })
+        }));
+        self
+    }
+
+    /// Closes what the setup opened, after the last request is answered.
+    pub fn shutdown<F, Fut>(mut self, shutdown: F) -> Self
+    where
+        F: FnOnce(State) -> Fut + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.shutdown = Some(Box::new(move |state| Box::pin(shutdown(state))));
+        self
+    }
+
+    /// Runs the command line from a plain `fn main`, starting the Tokio
+    /// runtime that `serve` and `call` need. Inside a runtime, it refuses
+    /// with a message that says to use [`App::run_async`].
+    pub fn run(self) -> ExitCode {
+        // Unlocked handles: log lines written by worker threads must not
+        // wait on a lock this thread would hold for the whole run.
+        self.run_from(
+            std::env::args_os(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+    }
+
+    /// Runs the command line inside the current Tokio runtime (e.g. in
+    /// `#[tokio::main]`). `serve --worker-threads` cannot resize a runtime
+    /// that exists already and is refused.
+    ///
+    /// ```no_run
+    /// #[tokio::main]
+    /// async fn main() -> std::process::ExitCode {
+    ///     tool_service::App::new().run_async().await
+    /// }
+    /// ```
+    pub async fn run_async(self) -> ExitCode {
+        let mut out = std::io::stdout();
+        let mut err = std::io::stderr();
+        let args: Vec<OsString> = std::env::args_os().collect();
+        let (registry, job) = match prepare(args, &mut out, &mut err) {
+            Ok(prepared) => prepared,
+            Err(code) => return code,
+        };
+        let result = match job {
+            Job::Done(result) => result,
+            Job::Run(command) => {
+                if command.worker_threads().is_some() {
+                    Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
+                } else {
+                    self.execute(registry, command, &mut out).await
+                }
+            }
+        };
+        report(result, &mut err)
+    }
+
+    /// [`App::run`] with explicit arguments and output streams.
+    pub fn run_from<I, T>(self, args: I, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let _ = writeln!(
+                err,
+                "error: tool_service::run() (or App::run) was called inside a Tokio runtime, such as #[tokio::main]; there, use `tool_service::App::new().run_async().await`, or call run() from a plain `fn main`"
+            );
+            return ExitCode::FAILURE;
+        }
+        let (registry, job) = match prepare(args, out, err) {
+            Ok(prepared) => prepared,
+            Err(code) => return code,
+        };
+        let result = match job {
+            Job::Done(result) => result,
+            Job::Run(command) => {
+                let mut runtime = tokio::runtime::Builder::new_multi_thread();
+                runtime.worker_threads(command.worker_threads().map_or_else(
+                    || std::thread::available_parallelism().map_or(1, usize::from),
+                    usize::from,
+                ));
+                if matches!(command, Run::Call(_)) {
+                    // One request: one worker is plenty.
+                    runtime.worker_threads(1);
+                }
+                match runtime.enable_all().build() {
+                    Ok(runtime) => runtime.block_on(self.execute(registry, command, out)),
+                    Err(error) => Err(error.into()),
+                }
+            }
+        };
+        report(result, err)
+    }
+
+    /// Builds the state, runs the command with it, then closes it.
+    async fn execute(self, registry: Registry, command: Run, out: &mut dyn Write) -> CliResult {
+        let state = match self.setup {
+            Some(setup) => setup()
+                .await
+                .map_err(|error| format!("start-up failed: {error}"))?,
+            None => State::new(),
+        };
+        let registry = registry.with_state(state);
+        let (result, grace) = match command {
+            Run::Call(args) => {
+                let service = registry
+                    .tool(&args.name)
+                    .map(|(service, _)| service)
+                    .or_else(|| registry.service(&args.name));
+                if let Some(service) = service {
+                    registry.check_state([service])?;
+                }
+                (
+                    call(&registry, args, out).await,
+                    std::time::Duration::from_secs(30),
+                )
+            }
+            #[cfg(feature = "pulsar")]
+            Run::Serve(options, _) => (
+                super::serve::serve(&registry, &options).await,
+                options.grace_period,
+            ),
+        };
+        if let Some(shutdown) = self.shutdown {
+            let state = registry.state().clone();
+            drop(registry);
+            if tokio::time::timeout(grace, shutdown(state)).await.is_err() {
+                let hook = format!(
+                    "the shutdown hook did not finish within {}",
+                    crate::duration::format(grace)
+                );
+                return match result {
+                    Ok(_) => Err(hook.into()),
+                    Err(error) => Err(format!("{error}; and {hook}").into()),
+                };
+            }
+        }
+        result
+    }
+}
+
+/// A command that runs handlers, with what it needs.
+enum Run {
+    Call(CallArgs),
+    #[cfg(feature = "pulsar")]
+    Serve(crate::serve::ServeOptions, Option<u16>),
+}
+
+impl Run {
+    fn worker_threads(&self) -> Option<u16> {
+        match self {
+            Run::Call(_) => None,
+            #[cfg(feature = "pulsar")]
+            Run::Serve(_, threads) => *threads,
+        }
+    }
+}
+
+/// What a parsed command line asks for.
+enum Job {
+    /// Done without a runtime (descriptors, list, or a mistake).
+    Done(CliResult),
+    /// A command that runs handlers.
+    Run(Run),
+}
+
+/// Parses the arguments and collects the registry; runs what needs no
+/// runtime. `Err` holds the exit code when there is nothing more to do.
+fn prepare<I, T>(
+    args: I,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(Registry, Job), ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let text = error.render().to_string();
+            let _ = if error.use_stderr() {
+                write!(err, "{text}")
+            } else {
+                write!(out, "{text}")
+            };
+            return Err(ExitCode::from(error.exit_code().clamp(0, 255) as u8));
+        }
+    };
+    let registry = match Registry::collect() {
+        Ok(registry) => registry,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error}");
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    let job = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
+        Command::Descriptors { out: dir } => {
+            Job::Done(descriptors(&registry, dir.as_deref(), out, err))
+        }
+        Command::List => Job::Done(list(&registry, out)),
+        #[cfg(feature = "pulsar")]
+        Command::Serve(args) => match super::serve::prepare(args) {
+            Ok((options, threads)) => Job::Run(Run::Serve(options, threads)),
+            Err(error) => Job::Done(Err(error)),
+        },
+        #[cfg(not(feature = "pulsar"))]
+        Command::Serve { .. } => Job::Done(Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into())),
+        Command::Call {
+            name,
+            arguments,
+            config,
+            user,
+            id,
+        } => Job::Run(Run::Call(CallArgs {
+            name,
+            arguments,
+            config,
+            user,
+            id,
+        })),
+    };
+    Ok((registry, job))
+}
+
+/// The exit code of a command's result, printing its error.
+fn report(result: CliResult, err: &mut dyn Write) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
