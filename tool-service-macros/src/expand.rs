@@ -40,14 +40,15 @@ pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Removes the parameter attributes the macro consumed, leaving the function
-/// otherwise as written.
+/// Removes the parameter attributes the macro consumed (and the misspelt
+/// ones it reported), leaving the function otherwise as written.
 fn strip_role_attrs(function: &mut ItemFn) {
     for input in &mut function.sig.inputs {
         if let FnArg::Typed(pat_type) = input {
-            pat_type
-                .attrs
-                .retain(|attr| !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name)));
+            pat_type.attrs.retain(|attr| {
+                !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name))
+                    && model::misspelt_role(attr).is_none()
+            });
         }
     }
 }

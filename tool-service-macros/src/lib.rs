@@ -6,6 +6,7 @@ mod ctxt;
 mod doc;
 mod duration;
 mod expand;
+mod key;
 mod model;
 
 use proc_macro::TokenStream;
