@@ -120,5 +120,5 @@ pub async fn custom_rag(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }

@@ -87,5 +87,5 @@ pub async fn blob(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }

@@ -99,5 +99,5 @@ pub async fn tell_joke(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }

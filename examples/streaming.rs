@@ -30,5 +30,5 @@ pub async fn tell_story(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }

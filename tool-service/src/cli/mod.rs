@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::Value;
 
 use crate::wire::Request;
@@ -24,7 +24,6 @@ mod serve;
 
 #[derive(Debug, Parser)]
 #[command(
-    version,
     args_override_self = true,
     about = "TrustGraph tool services over Apache Pulsar",
     long_about = "TrustGraph tool services over Apache Pulsar.\n\nWithout a command, prints the descriptors of every service in this binary."
@@ -76,7 +75,51 @@ pub(super) enum Command {
     },
 }
 
+/// The name and version a binary shows for `-V` and `--version`; what
+/// [`run!`](crate::run!) passes to [`run_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// The binary's name, e.g. `joke`.
+    pub name: &'static str,
+    /// The binary's version, e.g. `0.3.1`.
+    pub version: &'static str,
+}
+
+/// The version of this crate, which `--version` names too.
+const TOOL_SERVICE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Runs the command line of this binary over every registered service, its
+/// `-V` showing the name and version of the calling crate's binary
+/// (`CARGO_BIN_NAME`, else `CARGO_PKG_NAME`, and `CARGO_PKG_VERSION`, read
+/// when the binary is compiled).
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     tool_service::run!()
+/// }
+/// ```
+///
+/// `joke -V` then prints `joke 0.3.1`, and `joke --version` prints
+/// `joke 0.3.1 (tool-service 0.1.0)`.
+#[macro_export]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+macro_rules! run {
+    () => {
+        $crate::cli::run_with($crate::cli::Meta {
+            name: match ::core::option_env!("CARGO_BIN_NAME") {
+                ::core::option::Option::Some(name) => name,
+                ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
+            },
+            version: ::core::env!("CARGO_PKG_VERSION"),
+        })
+    };
+}
+
 /// Runs the command line of this binary over every registered service.
+/// A plain function cannot know the binary's version, so `-V` shows the
+/// name the binary was started under and the version of tool-service:
+/// `joke (tool-service 0.1.0)`. Prefer [`run!`](crate::run!), which shows
+/// the binary's own version.
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -93,7 +136,21 @@ pub fn run() -> ExitCode {
     )
 }
 
-/// Runs the command line with explicit arguments and output streams.
+/// Runs the command line of this binary over every registered service,
+/// `-V` showing `meta`. [`run!`](crate::run!) calls it with the calling
+/// crate's name and version.
+pub fn run_with(meta: Meta) -> ExitCode {
+    run_from_with(
+        meta,
+        std::env::args_os(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )
+}
+
+/// Runs the command line with explicit arguments and output streams; `-V`
+/// shows the file name of `args`' first item and the version of
+/// tool-service, as [`run()`] does.
 ///
 /// ```
 /// let mut out = Vec::new();
@@ -108,7 +165,69 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    execute(None, args, out, err)
+}
+
+/// Runs the command line with explicit arguments and output streams, `-V`
+/// showing `meta`, as [`run_with`] does.
+///
+/// ```
+/// use tool_service::cli::{run_from_with, Meta};
+///
+/// let meta = Meta { name: "joke", version: "0.3.1" };
+/// let mut out = Vec::new();
+/// let code = run_from_with(meta, ["./joke", "-V"], &mut out, &mut Vec::new());
+/// assert_eq!(code, std::process::ExitCode::SUCCESS);
+/// assert_eq!(String::from_utf8(out).unwrap(), "joke 0.3.1\n");
+/// ```
+pub fn run_from_with<I, T>(
+    meta: Meta,
+    args: I,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    execute(Some(meta), args, out, err)
+}
+
+/// The command line, named and versioned by `meta`, or else by the file
+/// name of `first` (the binary as started) and tool-service's version.
+fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
+    let command = Cli::command();
+    match meta {
+        Some(meta) => command
+            .name(meta.name)
+            .version(meta.version)
+            .long_version(format!(
+                "{} (tool-service {TOOL_SERVICE_VERSION})",
+                meta.version
+            )),
+        None => {
+            let name = first
+                .and_then(|first| Path::new(first).file_stem())
+                .map(|name| name.to_string_lossy().into_owned())
+                .filter(|name| !name.is_empty())
+                .unwrap_or_else(|| String::from("tool-service"));
+            command
+                .name(name)
+                .version(format!("(tool-service {TOOL_SERVICE_VERSION})"))
+        }
+    }
+}
+
+fn execute<I, T>(meta: Option<Meta>, args: I, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let parsed = command(meta, args.first())
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             let text = error.render().to_string();
@@ -260,6 +379,37 @@ pub(super) mod tests {
         assert_eq!(code, ExitCode::SUCCESS);
         let tree: Value = serde_json::from_str(&out).unwrap();
         assert!(tree["tool"].is_object());
+    }
+
+    #[test]
+    fn version_names_the_binary() {
+        let meta = Meta {
+            name: "joke",
+            version: "0.3.1",
+        };
+        let version = |args: &[&str], meta: Option<Meta>| {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let code = execute(meta, args.iter().copied(), &mut out, &mut err);
+            assert_eq!(code, ExitCode::SUCCESS);
+            assert_eq!(String::from_utf8(err).unwrap(), "");
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            version(&["/opt/bin/joke", "-V"], Some(meta)),
+            "joke 0.3.1\n"
+        );
+        assert_eq!(
+            version(&["joke", "--version"], Some(meta)),
+            format!("joke 0.3.1 (tool-service {TOOL_SERVICE_VERSION})\n")
+        );
+        let plain = format!("joke (tool-service {TOOL_SERVICE_VERSION})\n");
+        assert_eq!(version(&["/opt/bin/joke", "-V"], None), plain);
+        assert_eq!(version(&["joke.exe", "--version"], None), plain);
+        assert_eq!(
+            version(&["", "-V"], None),
+            format!("tool-service (tool-service {TOOL_SERVICE_VERSION})\n")
+        );
     }
 
     #[test]
