@@ -120,7 +120,7 @@ pub async fn custom_rag(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }
 
 /// The one-line guard: `cargo test` fails, with the message the binary would

@@ -99,7 +99,7 @@ pub async fn tell_joke(
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run()
+    tool_service::run!()
 }
 
 /// The one-line guard: `cargo test` fails, with the message the binary would

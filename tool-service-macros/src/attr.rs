@@ -9,19 +9,26 @@
 //!     subscription = "…",                   // default "{id}-request"
 //!     concurrency = 8,                      // at least 1
 //!     timeout = "30s",                      // per request: ms, s, m or h
-//!     tool(name = "tell-joke", description = "…", config(style = "pun")),  // repeatable
+//!     tool(                                 // repeatable
+//!         name = "tell-joke",
+//!         description = "…",
+//!         config(style = "pun", "max-length" = 80), // keys that are not identifiers quoted
+//!         arguments(topic = "…"),             // per-tool argument descriptions
+//!     ),
 //!     crate = "::tool_service",
 //! )]
 //! ```
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
-use syn::parse::{Parse, ParseStream, Parser};
+use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Token};
 
-use crate::ctxt::{code_list, Errors};
+use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
+use crate::key::written;
 
 /// The keys of the attribute.
 const KEYS: [&str; 9] = [
@@ -42,7 +49,8 @@ const TOOL_KEYS: [&str; 4] = ["name", "description", "config", "arguments"];
 #[derive(Default)]
 pub(crate) struct ServiceAttr {
     pub(crate) topic: Option<LitStr>,
-    /// `topic` was given, but not as a string literal (already reported).
+    /// `topic` was given, but not as a string literal, or misspelt (already
+    /// reported either way, so not reported missing).
     pub(crate) topic_invalid: bool,
     pub(crate) id: Option<LitStr>,
     pub(crate) request_queue: Option<LitStr>,
@@ -148,7 +156,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
     let mut attr = ServiceAttr::default();
     let parser = syn::meta::parser(|meta| {
         let path = meta.path.clone();
-        if path.is_ident("topic") {
+        if meta.input.peek(Token![-]) {
+            if unknown_key(&meta, &KEYS, "", errors)?.as_deref() == Some("topic") {
+                attr.topic_invalid = true;
+            }
+        } else if path.is_ident("topic") {
             match string_value(&meta, "topic", "joke", errors)? {
                 Some(lit) => set_once(&mut attr.topic, lit, &path, errors),
                 None => attr.topic_invalid = true,
@@ -207,16 +219,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
             }
         } else if path.is_ident("tool") {
             attr.tools.push(parse_tool(&meta, errors)?);
-        } else {
-            let name = path
-                .get_ident()
-                .map(Ident::to_string)
-                .unwrap_or_else(|| quote::quote!(#path).to_string());
-            errors.spanned(
-                &path,
-                format_args!("unknown key `{name}`; expected one of {}", code_list(KEYS)),
-            );
-            skip_value(&meta)?;
+        } else if unknown_key(&meta, &KEYS, "", errors)?.as_deref() == Some("topic") {
+            attr.topic_invalid = true;
         }
         Ok(())
     });
@@ -243,7 +247,9 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
     }
     meta.parse_nested_meta(|inner| {
         let path = inner.path.clone();
-        if path.is_ident("name") {
+        if inner.input.peek(Token![-]) {
+            unknown_key(&inner, &TOOL_KEYS, " in `tool(…)`", errors)?;
+        } else if path.is_ident("name") {
             if let Some(lit) = string_value(&inner, "name", "tell-joke", errors)? {
                 set_once(&mut tool.name, lit, &path, errors);
             }
@@ -257,69 +263,156 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
                 set_once(&mut tool.description, lit, &path, errors);
             }
         } else if path.is_ident("config") {
-            let content;
-            syn::parenthesized!(content in inner.input);
-            let entries = content.parse_terminated(ConfigEntryParse::parse, Token![,])?;
-            for entry in entries {
-                match entry.0 {
-                    Ok(entry) => tool.config.push(entry),
-                    Err(error) => errors.push(error),
-                }
-            }
+            parse_entries(&inner, errors, |key, value, errors| match config_lit(&value) {
+                Ok(value) => tool.config.push(ConfigEntry {
+                    key: key.name,
+                    key_span: key.span,
+                    value,
+                }),
+                Err(error) => errors.push(error),
+            })?;
         } else if path.is_ident("arguments") {
-            inner.parse_nested_meta(|argument| {
-                let Some(ident) = argument.path.get_ident().cloned() else {
-                    errors.spanned(&argument.path, "expected an argument name");
-                    return skip_value(&argument);
-                };
-                let name = ident.unraw().to_string();
-                if let Some(description) =
-                    string_value(&argument, &name, "what the LLM should pass", errors)?
-                {
-                    tool.arguments.push(ArgumentEntry {
-                        name,
-                        span: ident.span(),
-                        description,
-                    });
+            parse_entries(&inner, errors, |key, value, errors| match value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(description),
+                    ..
+                }) => tool.arguments.push(ArgumentEntry {
+                    name: key.name,
+                    span: key.span,
+                    description,
+                }),
+                other => {
+                    let key = written(&key.name);
+                    errors.spanned(
+                        &other,
+                        format_args!(
+                            "`{key}` must be a string literal, e.g. `{key} = \"what the LLM should pass\"`"
+                        ),
+                    );
                 }
-                Ok(())
             })?;
         } else {
-            let name = path.get_ident().map(Ident::to_string).unwrap_or_default();
-            errors.spanned(
-                &path,
-                format_args!(
-                    "unknown key `{name}` in `tool(…)`; expected one of {}",
-                    code_list(TOOL_KEYS)
-                ),
-            );
-            skip_value(&inner)?;
+            unknown_key(&inner, &TOOL_KEYS, " in `tool(…)`", errors)?;
         }
         Ok(())
     })?;
     Ok(tool)
 }
 
-/// A config entry, or the error in its value (kept so parsing goes on).
-struct ConfigEntryParse(syn::Result<ConfigEntry>);
+/// Reports an unknown key, suggesting the nearest known one, and skips its
+/// value so parsing goes on. `place` says where the key stands (" in
+/// `tool(…)`", or nothing for the attribute itself). A hyphenated key
+/// (`request-queue`) is read whole. Returns the suggestion, if any.
+fn unknown_key(
+    meta: &ParseNestedMeta,
+    keys: &[&str],
+    place: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<String>> {
+    let path = &meta.path;
+    let mut name = match path.get_ident() {
+        Some(ident) => ident.unraw().to_string(),
+        None => path_text(path),
+    };
+    let mut tokens = path.to_token_stream();
+    hyphenated_tail(meta.input, &mut name, &mut tokens)?;
+    errors.spanned(
+        &tokens,
+        format_args!(
+            "unknown key `{name}`{place}; expected one of {}{}",
+            code_list(keys),
+            did_you_mean(&name, keys)
+        ),
+    );
+    skip_value(meta)?;
+    Ok(nearest(&name, keys))
+}
 
-impl Parse for ConfigEntryParse {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let (key, key_span) = if input.peek(LitStr) {
-            let lit: LitStr = input.parse()?;
-            (lit.value(), lit.span())
+fn path_text(path: &syn::Path) -> String {
+    path.to_token_stream().to_string().replace(' ', "")
+}
+
+/// Reads the rest of a hyphenated name (`-url` after `index`) onto `name`
+/// and `tokens`. Rust reads `index-url` as a subtraction, so the attribute
+/// only sees such a name token by token.
+fn hyphenated_tail(
+    input: ParseStream,
+    name: &mut String,
+    tokens: &mut TokenStream,
+) -> syn::Result<()> {
+    while input.peek(Token![-]) && !input.peek(Token![-=]) {
+        let minus: Token![-] = input.parse()?;
+        minus.to_tokens(tokens);
+        name.push('-');
+        let part = if input.peek(Ident::peek_any) {
+            TokenTree::Ident(Ident::parse_any(input)?)
+        } else if input.peek(LitInt) {
+            TokenTree::Literal(input.parse::<proc_macro2::Literal>()?)
         } else {
-            let ident = Ident::parse_any(input)?;
-            (ident.unraw().to_string(), ident.span())
+            break;
         };
-        input.parse::<Token![=]>()?;
-        let expr = ungroup(input.parse()?);
-        Ok(Self(config_lit(&expr).map(|value| ConfigEntry {
-            key,
-            key_span,
-            value,
-        })))
+        name.push_str(&part.to_string());
+        tokens.extend([part]);
     }
+    Ok(())
+}
+
+/// A key of `config(…)` or `arguments(…)`.
+struct Key {
+    /// The name, without quotes or `r#`.
+    name: String,
+    /// Where the key starts.
+    span: Span,
+}
+
+/// Parses a key: an identifier (keywords too) or a string (`"index-url"`).
+/// A hyphenated key written bare is read whole, reported once with the
+/// string to write instead, and kept, so no follow-on error claims it is
+/// missing.
+fn parse_key(input: ParseStream, errors: &mut Errors) -> syn::Result<Key> {
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        return Ok(Key {
+            name: lit.value(),
+            span: lit.span(),
+        });
+    }
+    let ident = Ident::parse_any(input)?;
+    let mut name = ident.unraw().to_string();
+    if input.peek(Token![-]) {
+        let mut tokens = ident.to_token_stream();
+        hyphenated_tail(input, &mut name, &mut tokens)?;
+        errors.spanned(
+            &tokens,
+            format_args!("write hyphenated keys as strings: `{} = …`", written(&name)),
+        );
+    }
+    Ok(Key {
+        name,
+        span: ident.span(),
+    })
+}
+
+/// Parses the `key = value, …` list of `config(…)` or `arguments(…)`,
+/// handing each key and value to `entry`.
+fn parse_entries(
+    meta: &ParseNestedMeta,
+    errors: &mut Errors,
+    mut entry: impl FnMut(Key, Expr, &mut Errors),
+) -> syn::Result<()> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    while !content.is_empty() {
+        let key = parse_key(&content, errors)?;
+        content.parse::<Token![=]>()?;
+        let value = ungroup(content.parse()?);
+        entry(key, value, errors);
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(())
 }
 
 fn config_lit(expr: &Expr) -> syn::Result<ConfigLit> {
@@ -354,6 +447,10 @@ fn config_lit(expr: &Expr) -> syn::Result<ConfigLit> {
 mod tests {
     use super::*;
     use quote::quote;
+
+    fn tokens(text: &str) -> TokenStream {
+        text.parse().unwrap()
+    }
 
     fn parse_ok(tokens: TokenStream) -> ServiceAttr {
         let mut errors = Errors::default();
@@ -455,6 +552,103 @@ mod tests {
         assert_eq!(attr.concurrency.unwrap().base10_parse::<u8>().unwrap(), 4);
         assert!(
             matches!(&attr.tools[0].config[0].value, ConfigLit::Str(text) if text.value() == "pun")
+        );
+    }
+
+    #[test]
+    fn near_misses_are_named() {
+        // As text: rustfmt would space out `request-queue` inside `quote!`.
+        let errors = parse_err(tokens(
+            r#"topc = "a", request-queue = "persistent://a/b/c",
+               tool(nme = "x", descripton = "y", config-x = 1)"#,
+        ));
+        assert_eq!(errors.len(), 5, "{errors:?}");
+        assert!(errors[0].starts_with("unknown key `topc`; expected one of `topic`, `id`"));
+        assert!(
+            errors[0].ends_with("`crate`; did you mean `topic`?"),
+            "{}",
+            errors[0]
+        );
+        assert!(errors[1].starts_with("unknown key `request-queue`; expected one of"));
+        assert!(
+            errors[1].ends_with("; did you mean `request_queue`?"),
+            "{}",
+            errors[1]
+        );
+        assert_eq!(
+            errors[2],
+            "unknown key `nme` in `tool(…)`; expected one of `name`, `description`, `config`, `arguments`; did you mean `name`?"
+        );
+        assert!(
+            errors[3].ends_with("; did you mean `description`?"),
+            "{}",
+            errors[3]
+        );
+        assert!(errors[4].starts_with("unknown key `config-x` in `tool(…)`"));
+    }
+
+    #[test]
+    fn a_misspelt_topic_is_not_also_missing() {
+        let mut errors = Errors::default();
+        let attr = parse(quote!(topc = "joke"), &mut errors);
+        assert!(attr.topic.is_none() && attr.topic_invalid);
+        assert_eq!(errors.finish().unwrap_err().into_iter().count(), 1);
+    }
+
+    #[test]
+    fn a_hyphenated_key_written_bare_is_one_error_and_still_read() {
+        let mut errors = Errors::default();
+        let attr = parse(
+            tokens(
+                r#"topic = "a", tool(
+                    config(index-url = "https://x", max-2-hits = 3, plain = true),
+                    arguments(top-k = "How many")
+                )"#,
+            ),
+            &mut errors,
+        );
+        let errors: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|error| error.to_string())
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "write hyphenated keys as strings: `\"index-url\" = …`",
+                "write hyphenated keys as strings: `\"max-2-hits\" = …`",
+                "write hyphenated keys as strings: `\"top-k\" = …`",
+            ]
+        );
+        let keys: Vec<&str> = attr.tools[0]
+            .config
+            .iter()
+            .map(|entry| entry.key.as_str())
+            .collect();
+        assert_eq!(keys, ["index-url", "max-2-hits", "plain"]);
+        assert_eq!(attr.tools[0].arguments[0].name, "top-k");
+    }
+
+    #[test]
+    fn keys_written_as_messages_write_them_read_back() {
+        for &(name, _) in crate::key::tests::KEY_CASES {
+            let key: TokenStream = crate::key::written(name).parse().unwrap();
+            let attr = parse_ok(quote!(
+                topic = "a",
+                tool(config(#key = 1), arguments(#key = "described"))
+            ));
+            assert_eq!(attr.tools[0].config[0].key, name);
+            assert_eq!(attr.tools[0].arguments[0].name, name);
+        }
+    }
+
+    #[test]
+    fn argument_descriptions_must_be_strings() {
+        let errors = parse_err(quote!(topic = "a", tool(arguments("max-hits" = 5))));
+        assert_eq!(
+            errors,
+            ["`\"max-hits\"` must be a string literal, e.g. `\"max-hits\" = \"what the LLM should pass\"`"]
         );
     }
 

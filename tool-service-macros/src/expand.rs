@@ -1,7 +1,7 @@
 //! Code generation: the user's function as written, plus a `const _` block
 //! with the decoding types, the handler glue and the registration.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn};
@@ -40,14 +40,15 @@ pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Removes the parameter attributes the macro consumed, leaving the function
-/// otherwise as written.
+/// Removes the parameter attributes the macro consumed (and the misspelt
+/// ones it reported), leaving the function otherwise as written.
 fn strip_role_attrs(function: &mut ItemFn) {
     for input in &mut function.sig.inputs {
         if let FnArg::Typed(pat_type) = input {
-            pat_type
-                .attrs
-                .retain(|attr| !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name)));
+            pat_type.attrs.retain(|attr| {
+                !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name))
+                    && model::misspelt_role(attr).is_none()
+            });
         }
     }
 }
@@ -88,19 +89,27 @@ struct CallArgument {
     expression: TokenStream,
 }
 
-/// The glue of one side (config or arguments): the type it is decoded as,
+/// The glue of one side (config or arguments): its type among those
+/// `__tool_service_types()` returns, the expression there that yields it,
 /// the hidden struct that decodes it (if any), and what the call of the
-/// user's function passes for each of its parameters. All three follow from
-/// one decision, taken in [`SideGlue::new`]: a side with single parameters is
-/// decoded as a generated struct, its whole-struct parameter (if any)
-/// flattened into a `__whole` field; otherwise as the whole struct's own type
-/// (which keeps its span, so a missing `Deserialize` or `JsonSchema` is
-/// reported on it), or as the runtime's empty type.
+/// user's function passes for each of its parameters. All follow from one
+/// decision, taken in [`SideGlue::new`]: a side with single parameters is
+/// decoded as a generated struct, generic over its fields' types, its
+/// whole-struct parameter (if any) flattened into a `__whole` field;
+/// otherwise as the whole struct's own type, or as the runtime's empty type.
+///
+/// The user's types appear in `__tool_service_types()` only: each is
+/// checked there by a probe spanned on it, and returned as an opaque
+/// `impl ParameterType + IntoParameter<T>`, so that a type lacking
+/// `Deserialize` or `JsonSchema` is reported once, on the type as written.
 struct SideGlue {
     /// The handler closure's parameter that holds the decoded side.
     binding: Ident,
-    /// The type the runtime decodes the side as.
+    /// The side's type in the return type of `__tool_service_types()`.
     ty: TokenStream,
+    /// The expression in `__tool_service_types()` that yields
+    /// `PhantomData` of the side's type.
+    marker: TokenStream,
     /// The hidden decoding struct, or nothing.
     definition: TokenStream,
     /// What the call passes for each of the side's parameters.
@@ -111,54 +120,96 @@ impl SideGlue {
     fn new(krate: &syn::Path, side: &Side, names: &SideNames) -> Self {
         let binding = format_ident!("{}", names.binding);
         if side.singles.is_empty() {
-            let (ty, call) = match &side.whole {
+            return match &side.whole {
                 Some(whole) => {
                     let reference = whole.by_ref.then(|| quote!(&));
-                    let call = CallArgument {
-                        position: whole.position,
-                        expression: quote!(#reference #binding),
-                    };
-                    (whole.ty.to_token_stream(), vec![call])
+                    let value = into_parameter(krate, &whole.ty, binding.to_token_stream());
+                    Self {
+                        ty: opaque(krate, &whole.ty),
+                        marker: probe(krate, &whole.ty),
+                        definition: TokenStream::new(),
+                        call: vec![CallArgument {
+                            position: whole.position,
+                            expression: quote!(#reference #value),
+                        }],
+                        binding,
+                    }
                 }
                 None => {
                     let empty = format_ident!("{}", names.empty);
-                    (quote!(#krate::__private::#empty), Vec::new())
+                    Self {
+                        ty: quote!(#krate::__private::#empty),
+                        marker: quote!(::core::marker::PhantomData::<#krate::__private::#empty>),
+                        definition: TokenStream::new(),
+                        call: Vec::new(),
+                        binding,
+                    }
                 }
-            };
-            return Self {
-                binding,
-                ty,
-                definition: TokenStream::new(),
-                call,
             };
         }
         let decoder = format_ident!("{}", names.decoder);
         let whole_field = format_ident!("__whole");
+        // The user's types, in the order of the decoding struct's fields.
+        let types: Vec<&syn::Type> = side
+            .whole
+            .iter()
+            .map(|whole| &whole.ty)
+            .chain(side.singles.iter().map(|single| &single.ty))
+            .collect();
         let whole = side.whole.as_ref().map(|whole| {
             let reference = whole.by_ref.then(|| quote!(&));
+            let value = into_parameter(krate, &whole.ty, quote!(#binding.#whole_field));
             CallArgument {
                 position: whole.position,
-                expression: quote!(#reference #binding.#whole_field),
+                expression: quote!(#reference #value),
             }
         });
         let singles = side.singles.iter().map(|single| {
             let ident = &single.ident;
             CallArgument {
                 position: single.position,
-                expression: quote!(#binding.#ident),
+                expression: into_parameter(krate, &single.ty, quote!(#binding.#ident)),
             }
         });
+        let opaques = types.iter().map(|ty| opaque(krate, ty));
+        let probes = types.iter().map(|ty| probe(krate, ty));
         Self {
             definition: decoding_struct(krate, &decoder, &whole_field, side),
-            ty: decoder.to_token_stream(),
+            ty: quote!(#decoder<#(#opaques),*>),
+            marker: quote!(#decoder::__tool_service_marker(#(#probes),*)),
             call: whole.into_iter().chain(singles).collect(),
             binding,
         }
     }
 }
 
+/// How `__tool_service_types()` returns the user's type `ty`: as an opaque
+/// type the rest of the glue only decodes, describes and turns into `ty`.
+fn opaque(krate: &syn::Path, ty: &syn::Type) -> TokenStream {
+    quote!(impl #krate::__private::ParameterType + #krate::__private::IntoParameter<#ty>)
+}
+
+/// The check of the user's type `ty` for `Deserialize` and `JsonSchema`
+/// (see the runtime's `TypeProbe`); yields `PhantomData` of what is decoded
+/// for it. An error lands on `ty` as written.
+fn probe(krate: &syn::Path, ty: &syn::Type) -> TokenStream {
+    let span = Span::call_site().located_at(ty.span());
+    quote_spanned! {span=>
+        (&&&&#krate::__private::TypeProbe::<#ty>::new()).__tool_service_type::<#ty>()
+    }
+}
+
+/// `value`, decoded for a parameter of type `ty`, as a `ty`.
+fn into_parameter(krate: &syn::Path, ty: &syn::Type, value: TokenStream) -> TokenStream {
+    quote!(#krate::__private::IntoParameter::<#ty>::into_parameter(#value))
+}
+
 /// A hidden struct that decodes a side's single parameters (and its
-/// whole-struct parameter, flattened into `whole_field`) from one JSON object.
+/// whole-struct parameter, flattened into `whole_field`) from one JSON
+/// object. It is generic over its fields' types (`__W` for the whole
+/// struct, `__T0`, `__T1`, … for the singles), so that its derived impls
+/// ask nothing of the user's types; `__tool_service_marker` builds
+/// `PhantomData` of it from its fields' markers.
 fn decoding_struct(
     krate: &syn::Path,
     name: &Ident,
@@ -167,26 +218,44 @@ fn decoding_struct(
 ) -> TokenStream {
     let serde_crate = format!("{}::__private::serde", path_string(krate));
     let schemars_crate = format!("{}::__private::schemars", path_string(krate));
-    let whole = side.whole.as_ref().map(|whole| {
-        let ty = &whole.ty;
-        quote!(#[serde(flatten)] #whole_field: #ty,)
-    });
-    let fields = side.singles.iter().map(|single| {
-        let ident = &single.ident;
-        let ty = &single.ty;
-        let doc = single
-            .description
-            .as_deref()
-            .map(|text| quote!(#[doc = #text]));
-        quote!(#doc #ident: #ty,)
-    });
+    let schema_name = name.to_string();
+    let whole_param = side.whole.as_ref().map(|_| format_ident!("__W"));
+    let whole = whole_param
+        .as_ref()
+        .map(|param| quote!(#[serde(flatten)] #whole_field: #param,));
+    let single_params: Vec<Ident> = (0..side.singles.len())
+        .map(|index| format_ident!("__T{}", index))
+        .collect();
+    let fields = side
+        .singles
+        .iter()
+        .zip(&single_params)
+        .map(|(single, param)| {
+            let ident = &single.ident;
+            let doc = single
+                .description
+                .as_deref()
+                .map(|text| quote!(#[doc = #text]));
+            quote!(#doc #ident: #param,)
+        });
+    let params: Vec<&Ident> = whole_param.iter().chain(&single_params).collect();
+    let bounded = quote!(#(#params: #krate::__private::ParameterType),*);
     quote! {
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate)]
-        #[schemars(crate = #schemars_crate)]
-        struct #name {
+        // The declared bounds are all the impls need: no inferred ones.
+        #[serde(crate = #serde_crate, bound = "")]
+        #[schemars(crate = #schemars_crate, rename = #schema_name)]
+        struct #name<#bounded> {
             #whole
             #(#fields)*
+        }
+
+        impl<#bounded> #name<#(#params),*> {
+            fn __tool_service_marker(
+                #(_: ::core::marker::PhantomData<#params>),*
+            ) -> ::core::marker::PhantomData<Self> {
+                ::core::marker::PhantomData
+            }
         }
     }
 }
@@ -228,10 +297,18 @@ fn glue(service: &Service) -> TokenStream {
     let arguments = SideGlue::new(krate, &params.arguments, &ARGUMENTS);
     let context = format_ident!("__context");
     let chunks = format_ident!("__chunks");
-    let (config_binding, config_ty, config_definition) =
-        (&config.binding, &config.ty, &config.definition);
-    let (arguments_binding, arguments_ty, arguments_definition) =
-        (&arguments.binding, &arguments.ty, &arguments.definition);
+    let (config_binding, config_ty, config_marker, config_definition) = (
+        &config.binding,
+        &config.ty,
+        &config.marker,
+        &config.definition,
+    );
+    let (arguments_binding, arguments_ty, arguments_marker, arguments_definition) = (
+        &arguments.binding,
+        &arguments.ty,
+        &arguments.marker,
+        &arguments.definition,
+    );
 
     // The parameters in the order written, whatever they receive.
     let mut call: Vec<&CallArgument> = config.call.iter().chain(&arguments.call).collect();
@@ -311,23 +388,40 @@ fn glue(service: &Service) -> TokenStream {
             #config_definition
             #arguments_definition
 
-            struct __ToolServiceTypes;
-
-            impl #krate::__private::ServiceTypes for __ToolServiceTypes {
-                type Config = #config_ty;
-                type Arguments = #arguments_ty;
+            /// The service's config and argument types: the one place
+            /// that names the user's types, each checked where written.
+            fn __tool_service_types() -> #krate::__private::Types<#config_ty, #arguments_ty> {
+                #[allow(unused_imports)]
+                use #krate::__private::{
+                    ViaBoth as _, ViaDeserializeOnly as _, ViaJsonSchemaOnly as _, ViaNeither as _,
+                };
+                #krate::__private::Types::new(#config_marker, #arguments_marker)
             }
 
             fn __tool_service_handler(
                 __invocation: #krate::__private::Invocation,
             ) -> #krate::__private::HandlerFuture {
-                #krate::__private::invoke::<__ToolServiceTypes, _, _>(
+                __tool_service_types().invoke(
                     __invocation,
-                    |#config_binding: #config_ty, #arguments_binding: #arguments_ty, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks| async move {
+                    |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks| async move {
                         let __output = #function(#(#call_arguments),*).await;
                         #convert
                     },
                 )
+            }
+
+            fn __tool_service_config_schema() -> #krate::__private::schemars::Schema {
+                __tool_service_types().config_schema()
+            }
+
+            fn __tool_service_arguments_schema() -> #krate::__private::schemars::Schema {
+                __tool_service_types().arguments_schema()
+            }
+
+            fn __tool_service_check_config(
+                __text: &str,
+            ) -> ::core::result::Result<(), #krate::__private::ToolError> {
+                __tool_service_types().check_config(__text)
             }
 
             #krate::__private::inventory::submit! {
@@ -341,9 +435,9 @@ fn glue(service: &Service) -> TokenStream {
                     timeout: #timeout,
                     streaming: #streaming,
                     tools: &[#(#tools),*],
-                    config_schema: #krate::__private::config_schema::<__ToolServiceTypes>,
-                    arguments_schema: #krate::__private::arguments_schema::<__ToolServiceTypes>,
-                    check_config: #krate::__private::check_config::<__ToolServiceTypes>,
+                    config_schema: __tool_service_config_schema,
+                    arguments_schema: __tool_service_arguments_schema,
+                    check_config: __tool_service_check_config,
                     states: &[],
                     handler: __tool_service_handler,
                     function: ::core::concat!(::core::module_path!(), "::", #function_name),

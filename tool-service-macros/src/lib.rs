@@ -6,6 +6,7 @@ mod ctxt;
 mod doc;
 mod duration;
 mod expand;
+mod key;
 mod model;
 
 use proc_macro::TokenStream;
@@ -42,8 +43,47 @@ use proc_macro::TokenStream;
 /// | `subscription = "…"` | Shared subscription name | `"{id}-request"` |
 /// | `concurrency = 8` | most requests handled at once | the `serve` default |
 /// | `timeout = "30s"` | how long one request may run before it is cancelled and answered with a `timeout` error (`ms`, `s`, `m` or `h`) | `serve --timeout` (600 s) |
-/// | `tool(name = "…", description = "…", config(key = value, …))` | a tool backed by this service; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
+/// | `tool(…)` | a tool backed by this service, with the keys below; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
 /// | `crate = "…"` | path to the `tool_service` crate | `::tool_service` |
+///
+/// Inside `tool(…)`:
+///
+/// | key | meaning | default |
+/// |---|---|---|
+/// | `name = "…"` | the tool's name; required with several tools | the function's name in kebab-case |
+/// | `description = "…"` | what the LLM reads about the tool | the doc comment's first paragraph |
+/// | `config(key = value, …)` | config values this tool fixes: string, integer, float or bool literals | none |
+/// | `arguments(name = "…", …)` | descriptions of the LLM arguments for this tool, in place of the `# Arguments` section (or the `#[args]` struct's field docs) | the doc comment's |
+///
+/// A config key or argument name that is not an identifier is written as a
+/// string: `config("index-url" = "https://…")`, `arguments("max-results" =
+/// "…")`.
+///
+/// ```
+/// use tool_service::tool_service;
+///
+/// /// Search a collection.
+/// ///
+/// /// # Arguments
+/// /// * `question` - What to look for.
+/// #[tool_service(
+///     topic = "search",
+///     tool(
+///         name = "search-customers",
+///         description = "Search the customer records.",
+///         config(collection = "customers", limit = 5),
+///         arguments(question = "A question about a customer"),
+///     ),
+///     tool(name = "search-products", config(collection = "products")),
+/// )]
+/// async fn search(
+///     #[config_param] collection: String,
+///     #[config_param] limit: Option<u32>,
+///     question: String,
+/// ) -> String {
+///     format!("{collection} {limit:?} {question}")
+/// }
+/// ```
 ///
 /// # Parameters
 ///

@@ -7,17 +7,36 @@
 use std::collections::BTreeSet;
 
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Type};
 
 use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr};
-use crate::ctxt::{code_list, Errors};
+use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::doc::{Doc, DocArgument};
 use crate::duration::parse_millis;
+use crate::key::written;
 
 /// The parameter attributes that give a parameter its role.
 pub(crate) const ROLE_ATTRS: [&str; 5] = ["config", "config_param", "args", "context", "stream"];
+
+/// Attributes Rust itself takes on parameters: never a misspelt role.
+const BUILTIN_PARAMETER_ATTRS: [&str; 7] = [
+    "cfg", "cfg_attr", "allow", "warn", "deny", "forbid", "expect",
+];
+
+/// The role attribute that `attr` is a near miss of (`#[conifg]` for
+/// `#[config]`), if it is one. Such an attribute is reported, taken for the
+/// role it resembles, and removed from the function.
+pub(crate) fn misspelt_role(attr: &syn::Attribute) -> Option<&'static str> {
+    let name = attr.path().get_ident()?.to_string();
+    if ROLE_ATTRS.contains(&name.as_str()) || BUILTIN_PARAMETER_ATTRS.contains(&name.as_str()) {
+        return None;
+    }
+    let near = nearest(&name, ROLE_ATTRS)?;
+    ROLE_ATTRS.into_iter().find(|role| *role == near)
+}
 
 /// What a parameter's attribute (or the lack of one) asks it to receive.
 enum Role {
@@ -328,13 +347,30 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
 fn role_of(pat_type: &syn::PatType, errors: &mut Errors) -> Role {
     let mut role = None;
     for attr in &pat_type.attrs {
-        let Some(name) = ROLE_ATTRS.iter().find(|name| attr.path().is_ident(name)) else {
-            continue;
+        let name = match ROLE_ATTRS
+            .into_iter()
+            .find(|name| attr.path().is_ident(name))
+        {
+            Some(name) => name,
+            None => match misspelt_role(attr) {
+                Some(near) => {
+                    errors.spanned(
+                        attr,
+                        format_args!(
+                            "unknown parameter attribute `#[{}]`; expected one of {}; did you mean `#[{near}]`?",
+                            attr.path().to_token_stream(),
+                            role_list()
+                        ),
+                    );
+                    near
+                }
+                None => continue,
+            },
         };
         if !matches!(attr.meta, syn::Meta::Path(_)) {
             errors.spanned(attr, format_args!("`#[{name}]` takes no arguments"));
         }
-        let this = match *name {
+        let this = match name {
             "config" => Role::Config,
             "config_param" => Role::ConfigParam,
             "args" => Role::Args,
@@ -344,16 +380,18 @@ fn role_of(pat_type: &syn::PatType, errors: &mut Errors) -> Role {
         if role.is_some() {
             errors.spanned(
                 attr,
-                format_args!(
-                    "a parameter can have only one of {}",
-                    code_list(ROLE_ATTRS.iter().map(|name| format!("#[{name}]")))
-                ),
+                format_args!("a parameter can have only one of {}", role_list()),
             );
         } else {
             role = Some(this);
         }
     }
     role.unwrap_or(Role::Argument)
+}
+
+/// The role attributes, as an error message lists them.
+fn role_list() -> String {
+    code_list(ROLE_ATTRS.iter().map(|name| format!("#[{name}]")))
 }
 
 /// Puts a parameter where only one may go (`what` names the place, `attr`
@@ -665,9 +703,10 @@ fn build_tools(
                     errors.at(
                         entry.span,
                         format_args!(
-                            "`{}` is not an argument of this service; expected one of {}",
+                            "`{}` is not an argument of this service; expected one of {}{}",
                             entry.name,
-                            argument_list(&plain_arguments)
+                            argument_list(&plain_arguments),
+                            did_you_mean(&entry.name, &plain_arguments)
                         ),
                     );
                 }
@@ -710,7 +749,11 @@ fn check_preset(tool: &Tool, span: Span, config: &Side, errors: &mut Errors) {
             let hint = if known.is_empty() {
                 String::from("this service takes no config; add a `#[config_param]` or `#[config]` parameter")
             } else {
-                format!("expected one of {}", code_list(&known))
+                format!(
+                    "expected one of {}{}",
+                    code_list(&known),
+                    did_you_mean(&entry.key, &known)
+                )
             };
             errors.at(
                 entry.key_span,
@@ -726,8 +769,9 @@ fn check_preset(tool: &Tool, span: Span, config: &Side, errors: &mut Errors) {
             errors.at(
                 span,
                 format_args!(
-                    "tool `{}` does not set required config param `{name}`; add `config({name} = …)` or make the parameter an `Option`",
-                    tool.name
+                    "tool `{}` does not set required config param `{name}`; add `config({} = …)` or make the parameter an `Option`",
+                    tool.name,
+                    written(name)
                 ),
             );
         }

@@ -140,7 +140,7 @@ pub enum DescriptorError {
         what: &'static str,
     },
     /// An argument has no description.
-    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({argument} = \"…\")` to the tool")]
+    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({} = \"…\")` to the tool", crate::known::key(.argument))]
     UndocumentedArgument {
         /// The tool name.
         tool: String,
@@ -184,7 +184,7 @@ pub enum DescriptorError {
         known: String,
     },
     /// A preset leaves out a required param.
-    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({param} = …)` to the tool")]
+    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({} = …)` to the tool", crate::known::key(.param))]
     MissingConfigParam {
         /// The tool name.
         tool: String,

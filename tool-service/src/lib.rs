@@ -28,8 +28,9 @@
 //! assert_eq!(tool.arguments[0].name, "topic");
 //! ```
 //!
-//! A binary's `main` hands over to [`run`], which prints the descriptors, lists
-//! the services, or calls one in-process (`call`).
+//! A binary's `main` hands over to [`run!`], which prints the descriptors, lists
+//! the services, calls one in-process (`call`) or serves them (`serve`), and
+//! answers `-V` with the binary's own name and version.
 //!
 //! * [`macro@tool_service`] — the attribute, its keys and parameter roles.
 //! * [`wire`] — the request and response frames (TrustGraph's format).
@@ -42,7 +43,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `metrics`, `serve` (the `pulsar` client, rustls) |
-//! | `cli` | yes | `run()`: the command line (`descriptors`, `list`, `call`, and `serve` with `pulsar`) (clap, tracing-subscriber) |
+//! | `cli` | yes | `run!()`: the command line (`descriptors`, `list`, `call`, and `serve` with `pulsar`) (clap, tracing-subscriber) |
 //!
 //! Without them the crate has the attribute, the [`Registry`], the
 //! descriptors and in-process calls ([`Registry::call`]). A library crate

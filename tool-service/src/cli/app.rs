@@ -7,9 +7,9 @@ use std::io::Write;
 use std::pin::Pin;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
-use super::{call, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command};
+use super::{call, command, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command, Meta};
 use crate::{Registry, State};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -61,6 +61,7 @@ type Shutdown = Box<dyn FnOnce(State) -> BoxFuture<()>>;
 #[must_use = "nothing runs until `run` or `run_async` is called"]
 #[derive(Default)]
 pub struct App {
+    meta: Option<Meta>,
     setup: Option<Setup>,
     shutdown: Option<Shutdown>,
 }
@@ -72,6 +73,7 @@ pub type HookError = BoxError;
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
+            .field("meta", &self.meta)
             .field("setup", &self.setup.is_some())
             .field("shutdown", &self.shutdown.is_some())
             .finish()
@@ -82,6 +84,24 @@ impl App {
     /// A binary with no hooks: its handlers get an empty [`State`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The name and version `-V` shows, usually [`meta!()`](crate::meta!):
+    /// without it, the name the binary was started under and tool-service's
+    /// version.
+    ///
+    /// ```
+    /// use tool_service::{cli::Meta, App};
+    ///
+    /// let meta = Meta { name: "joke", version: "0.3.1" };
+    /// let mut out = Vec::new();
+    /// let code = App::new().meta(meta).run_from(["./joke", "-V"], &mut out, &mut Vec::new());
+    /// assert_eq!(code, std::process::ExitCode::SUCCESS);
+    /// assert_eq!(String::from_utf8(out).unwrap(), "joke 0.3.1\n");
+    /// ```
+    pub fn meta(mut self, meta: Meta) -> Self {
+        self.meta = Some(meta);
+        self
     }
 
     /// Builds the shared state before `serve` subscribes or `call` calls:
@@ -137,7 +157,7 @@ impl App {
         let mut out = std::io::stdout();
         let mut err = std::io::stderr();
         let args: Vec<OsString> = std::env::args_os().collect();
-        let (registry, job) = match prepare(args, &mut out, &mut err) {
+        let (registry, job) = match prepare(self.meta, args, &mut out, &mut err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
@@ -167,7 +187,7 @@ impl App {
             );
             return ExitCode::FAILURE;
         }
-        let (registry, job) = match prepare(args, out, err) {
+        let (registry, job) = match prepare(self.meta, args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
@@ -267,6 +287,7 @@ enum Job {
 /// Parses the arguments and collects the registry; runs what needs no
 /// runtime. `Err` holds the exit code when there is nothing more to do.
 fn prepare<I, T>(
+    meta: Option<Meta>,
     args: I,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -275,7 +296,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let parsed = command(meta, args.first())
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             let text = error.render().to_string();

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::Value;
 
 use crate::wire::Request;
@@ -27,7 +27,6 @@ pub use app::{App, HookError};
 
 #[derive(Debug, Parser)]
 #[command(
-    version,
     args_override_self = true,
     about = "TrustGraph tool services over Apache Pulsar",
     long_about = "TrustGraph tool services over Apache Pulsar.\n\nWithout a command, prints the descriptors of every service in this binary."
@@ -79,6 +78,61 @@ pub(super) enum Command {
     },
 }
 
+/// The name and version a binary shows for `-V` and `--version`; what
+/// [`meta!`](crate::meta!) reads from the calling crate, for
+/// [`App::meta`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// The binary's name, e.g. `joke`.
+    pub name: &'static str,
+    /// The binary's version, e.g. `0.3.1`.
+    pub version: &'static str,
+}
+
+/// The version of this crate, which `--version` names too.
+const TOOL_SERVICE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The [`Meta`] of the calling crate's binary: `CARGO_BIN_NAME` (else
+/// `CARGO_PKG_NAME`) and `CARGO_PKG_VERSION`, read when it is compiled.
+///
+/// ```
+/// let meta = tool_service::meta!();
+/// assert_eq!(meta.version, env!("CARGO_PKG_VERSION"));
+/// ```
+#[macro_export]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+macro_rules! meta {
+    () => {
+        $crate::cli::Meta {
+            name: match ::core::option_env!("CARGO_BIN_NAME") {
+                ::core::option::Option::Some(name) => name,
+                ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
+            },
+            version: ::core::env!("CARGO_PKG_VERSION"),
+        }
+    };
+}
+
+/// Runs the command line of this binary over every registered service, its
+/// `-V` showing the name and version of the calling crate's binary:
+/// `App::new().meta(meta!()).run()`.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     tool_service::run!()
+/// }
+/// ```
+///
+/// `joke -V` then prints `joke 0.3.1`, and `joke --version` prints
+/// `joke 0.3.1 (tool-service 0.1.0)`.
+#[macro_export]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+macro_rules! run {
+    () => {
+        $crate::App::new().meta($crate::meta!()).run()
+    };
+}
+
 /// Runs the command line of this binary over every registered service.
 /// The same as `App::new().run()`; see [`App`] for services that own
 /// resources built at start-up.
@@ -86,6 +140,11 @@ pub(super) enum Command {
 /// Call it from a plain `fn main`, not inside a Tokio runtime: it starts the
 /// runtime `serve` and `call` need. Inside `#[tokio::main]`, use
 /// [`App::run_async`].
+///
+/// A plain function cannot know the binary's version, so `-V` shows the
+/// name the binary was started under and the version of tool-service:
+/// `joke (tool-service 0.1.0)`. Prefer [`run!`](crate::run!), which shows
+/// the binary's own version.
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -96,7 +155,9 @@ pub fn run() -> ExitCode {
     App::new().run()
 }
 
-/// Runs the command line with explicit arguments and output streams.
+/// Runs the command line with explicit arguments and output streams; `-V`
+/// shows the file name of `args`' first item and the version of
+/// tool-service, as [`run()`] does.
 ///
 /// ```
 /// let mut out = Vec::new();
@@ -112,6 +173,31 @@ where
     T: Into<OsString> + Clone,
 {
     App::new().run_from(args, out, err)
+}
+
+/// The command line, named and versioned by `meta`, or else by the file
+/// name of `first` (the binary as started) and tool-service's version.
+fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
+    let command = Cli::command();
+    match meta {
+        Some(meta) => command
+            .name(meta.name)
+            .version(meta.version)
+            .long_version(format!(
+                "{} (tool-service {TOOL_SERVICE_VERSION})",
+                meta.version
+            )),
+        None => {
+            let name = first
+                .and_then(|first| Path::new(first).file_stem())
+                .map(|name| name.to_string_lossy().into_owned())
+                .filter(|name| !name.is_empty())
+                .unwrap_or_else(|| String::from("tool-service"));
+            command
+                .name(name)
+                .version(format!("(tool-service {TOOL_SERVICE_VERSION})"))
+        }
+    }
 }
 
 type CliResult = Result<ExitCode, BoxError>;
@@ -231,6 +317,41 @@ pub(super) mod tests {
         assert_eq!(code, ExitCode::SUCCESS);
         let tree: Value = serde_json::from_str(&out).unwrap();
         assert!(tree["tool"].is_object());
+    }
+
+    #[test]
+    fn version_names_the_binary() {
+        let meta = Meta {
+            name: "joke",
+            version: "0.3.1",
+        };
+        let version = |args: &[&str], meta: Option<Meta>| {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let app = match meta {
+                Some(meta) => App::new().meta(meta),
+                None => App::new(),
+            };
+            let code = app.run_from(args.iter().copied(), &mut out, &mut err);
+            assert_eq!(code, ExitCode::SUCCESS);
+            assert_eq!(String::from_utf8(err).unwrap(), "");
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            version(&["/opt/bin/joke", "-V"], Some(meta)),
+            "joke 0.3.1\n"
+        );
+        assert_eq!(
+            version(&["joke", "--version"], Some(meta)),
+            format!("joke 0.3.1 (tool-service {TOOL_SERVICE_VERSION})\n")
+        );
+        let plain = format!("joke (tool-service {TOOL_SERVICE_VERSION})\n");
+        assert_eq!(version(&["/opt/bin/joke", "-V"], None), plain);
+        assert_eq!(version(&["joke.exe", "--version"], None), plain);
+        assert_eq!(
+            version(&["", "-V"], None),
+            format!("tool-service (tool-service {TOOL_SERVICE_VERSION})\n")
+        );
     }
 
     #[test]
