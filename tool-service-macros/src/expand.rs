@@ -8,7 +8,7 @@ use syn::{FnArg, Ident, ItemFn};
 
 use crate::attr::{self, ConfigLit};
 use crate::ctxt::Errors;
-use crate::model::{self, Output, Service, Side, Slot, ROLE_ATTRS};
+use crate::model::{self, Output, Service, Side, Slot, StateParam, ROLE_ATTRS};
 
 /// Expands `#[tool_service(attr)] item`.
 pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -271,6 +271,45 @@ fn slot_argument(slot: Option<&Slot>, binding: &Ident) -> Option<CallArgument> {
     })
 }
 
+/// Each `#[state]` parameter's lookup (run in the handler's future) and
+/// what the call passes for it; and the types the service declares.
+fn state_glue(
+    krate: &syn::Path,
+    id: &str,
+    states: &[StateParam],
+) -> (Vec<TokenStream>, Vec<CallArgument>, Vec<TokenStream>) {
+    let state = format_ident!("__state");
+    let mut lookups = Vec::new();
+    let mut call = Vec::new();
+    let mut needs = Vec::new();
+    for (at, param) in states.iter().enumerate() {
+        let binding = format_ident!("__state_{}", at);
+        let ty = &param.ty;
+        lookups.push(quote_spanned! {ty.span()=>
+            let #binding = match #krate::__private::state::<#ty>(&#state, #id) {
+                ::core::result::Result::Ok(value) => value,
+                ::core::result::Result::Err(error) => return ::core::result::Result::Err(error),
+            };
+        });
+        let expression = if param.by_ref {
+            quote!(&*#binding)
+        } else {
+            quote!(#binding)
+        };
+        call.push(CallArgument {
+            position: param.position,
+            expression,
+        });
+        needs.push(quote_spanned! {ty.span()=>
+            #krate::__private::StateNeed {
+                type_id: ::core::any::TypeId::of::<#ty>,
+                type_name: ::core::any::type_name::<#ty>,
+            }
+        });
+    }
+    (lookups, call, needs)
+}
+
 fn config_value(krate: &syn::Path, value: &ConfigLit) -> TokenStream {
     match value {
         ConfigLit::Str(text) => quote!(#krate::__private::ConfigValue::Str(#text)),
@@ -310,8 +349,16 @@ fn glue(service: &Service) -> TokenStream {
         &arguments.definition,
     );
 
+    let (state_lookups, state_call, state_needs) = state_glue(krate, &service.id, &params.states);
+    let state = format_ident!("__state");
+
     // The parameters in the order written, whatever they receive.
-    let mut call: Vec<&CallArgument> = config.call.iter().chain(&arguments.call).collect();
+    let mut call: Vec<&CallArgument> = config
+        .call
+        .iter()
+        .chain(&arguments.call)
+        .chain(&state_call)
+        .collect();
     let slots = [
         slot_argument(params.context.as_ref(), &context),
         slot_argument(params.stream.as_ref(), &chunks),
@@ -403,7 +450,8 @@ fn glue(service: &Service) -> TokenStream {
             ) -> #krate::__private::HandlerFuture {
                 __tool_service_types().invoke(
                     __invocation,
-                    |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks| async move {
+                    |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks, #state: #krate::__private::State| async move {
+                        #(#state_lookups)*
                         let __output = #function(#(#call_arguments),*).await;
                         #convert
                     },
@@ -438,7 +486,7 @@ fn glue(service: &Service) -> TokenStream {
                     config_schema: __tool_service_config_schema,
                     arguments_schema: __tool_service_arguments_schema,
                     check_config: __tool_service_check_config,
-                    states: &[],
+                    states: &[#(#state_needs),*],
                     handler: __tool_service_handler,
                     function: ::core::concat!(::core::module_path!(), "::", #function_name),
                     file: ::core::file!(),

@@ -19,7 +19,14 @@ use crate::duration::parse_millis;
 use crate::key::written;
 
 /// The parameter attributes that give a parameter its role.
-pub(crate) const ROLE_ATTRS: [&str; 5] = ["config", "config_param", "args", "context", "stream"];
+pub(crate) const ROLE_ATTRS: [&str; 6] = [
+    "config",
+    "config_param",
+    "args",
+    "context",
+    "stream",
+    "state",
+];
 
 /// Attributes Rust itself takes on parameters: never a misspelt role.
 const BUILTIN_PARAMETER_ATTRS: [&str; 7] = [
@@ -50,6 +57,8 @@ enum Role {
     Context,
     /// `#[stream]`: the chunk sender of a streaming response.
     Stream,
+    /// `#[state]`: a value shared by every request.
+    State,
     /// No attribute: one LLM argument.
     Argument,
 }
@@ -126,6 +135,18 @@ pub(crate) struct Slot {
     pub(crate) by_ref: bool,
 }
 
+/// A parameter that receives a shared value: `#[state] db: &Db` or
+/// `#[state] db: Arc<Db>`.
+pub(crate) struct StateParam {
+    /// Where the parameter stands in the function's signature.
+    pub(crate) position: usize,
+    /// The shared value's type (`Db`).
+    pub(crate) ty: Type,
+    /// Whether the parameter borrows the value (`&Db`) rather than sharing
+    /// its `Arc`.
+    pub(crate) by_ref: bool,
+}
+
 /// Every parameter of the function, by what it receives.
 #[derive(Default)]
 pub(crate) struct Params {
@@ -137,6 +158,8 @@ pub(crate) struct Params {
     pub(crate) context: Option<Slot>,
     /// The `#[stream]` parameter; with one, the service streams.
     pub(crate) stream: Option<Slot>,
+    /// The `#[state]` parameters, in the order written.
+    pub(crate) states: Vec<StateParam>,
 }
 
 /// How the function's result becomes a response.
@@ -375,6 +398,7 @@ fn role_of(pat_type: &syn::PatType, errors: &mut Errors) -> Role {
             "config_param" => Role::ConfigParam,
             "args" => Role::Args,
             "context" => Role::Context,
+            "state" => Role::State,
             _ => Role::Stream,
         };
         if role.is_some() {
@@ -429,6 +453,50 @@ fn whole(position: usize, pat_type: &syn::PatType) -> Whole {
             ty: ty.clone(),
             by_ref: false,
         },
+    }
+}
+
+/// A state parameter: `&T` or `Arc<T>`. `None` when it is neither (the
+/// error is recorded).
+fn state(position: usize, pat_type: &syn::PatType, errors: &mut Errors) -> Option<StateParam> {
+    match &*pat_type.ty {
+        Type::Reference(reference) if reference.mutability.is_none() => Some(StateParam {
+            position,
+            ty: (*reference.elem).clone(),
+            by_ref: true,
+        }),
+        ty => match arc_inner(ty) {
+            Some(inner) => Some(StateParam {
+                position,
+                ty: inner.clone(),
+                by_ref: false,
+            }),
+            None => {
+                errors.spanned(
+                    ty,
+                    "a `#[state]` parameter borrows a shared value or holds its `Arc`: write `&T` or `Arc<T>`, e.g. `#[state] db: &Db`",
+                );
+                None
+            }
+        },
+    }
+}
+
+/// `T` of a type written `Arc<T>` (by the last path segment's name).
+fn arc_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let segment = path.path.segments.last()?;
+    if segment.ident != "Arc" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(arguments) = &segment.arguments else {
+        return None;
+    };
+    match arguments.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
     }
 }
 
@@ -501,7 +569,7 @@ fn build_params(function: &ItemFn, documented: &[DocArgument], errors: &mut Erro
             FnArg::Receiver(receiver) => {
                 errors.spanned(
                     receiver,
-                    "`#[tool_service]` functions cannot take `self`; make it a free function and pass state through config or a static",
+                    "`#[tool_service]` functions cannot take `self`; make it a free function and take shared values as `#[state]` parameters, e.g. `#[state] db: &Db`",
                 );
                 continue;
             }
@@ -540,6 +608,11 @@ fn build_params(function: &ItemFn, documented: &[DocArgument], errors: &mut Erro
                 "#[stream]",
                 errors,
             ),
+            Role::State => {
+                if let Some(state) = state(position, pat_type, errors) {
+                    params.states.push(state);
+                }
+            }
             Role::ConfigParam => {
                 if let Some(config_param) = single(position, pat_type, errors) {
                     params.config.singles.push(config_param);

@@ -18,7 +18,7 @@ pub use crate::response::response_text;
 pub use crate::spec::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
 pub use crate::state::StateNeed;
 pub use crate::stream::Chunks;
-pub use crate::{Context, ToolError};
+pub use crate::{Context, State, ToolError};
 
 use crate::decode::{decode, decode_showing, Part, Quoted};
 
@@ -66,7 +66,7 @@ where
     /// [`invoke`] with these types.
     pub fn invoke<F, Fut>(self, invocation: Invocation, body: F) -> HandlerFuture
     where
-        F: FnOnce(C, A, Context, Chunks) -> Fut,
+        F: FnOnce(C, A, Context, Chunks, State) -> Fut,
         Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
     {
         invoke::<Self, F, Fut>(invocation, body)
@@ -93,14 +93,14 @@ where
 pub fn invoke<S, F, Fut>(invocation: Invocation, body: F) -> HandlerFuture
 where
     S: ServiceTypes,
-    F: FnOnce(S::Config, S::Arguments, Context, Chunks) -> Fut,
+    F: FnOnce(S::Config, S::Arguments, Context, Chunks, State) -> Fut,
     Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
 {
     let Invocation {
         request,
         context,
         chunks,
-        state: _,
+        state,
     } = invocation;
     let config = match decode::<S::Config>(&request.config, Part::Config) {
         Ok(config) => config,
@@ -110,7 +110,25 @@ where
         Ok(arguments) => arguments,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };
-    Box::pin(body(config, arguments, context, chunks))
+    Box::pin(body(config, arguments, context, chunks, state))
+}
+
+/// The `#[state]` value of type `T`, or the error a request gets when it was
+/// never provided (`serve` and `call` check before they start, so only a
+/// registry built by hand can get here).
+pub fn state<T: Send + Sync + 'static>(
+    state: &State,
+    service: &'static str,
+) -> Result<std::sync::Arc<T>, ToolError> {
+    state.get::<T>().ok_or_else(|| {
+        ToolError::with_type(
+            ToolError::MISSING_STATE,
+            format!(
+                "service `{service}` takes a `{}` as #[state], and none was provided",
+                std::any::type_name::<T>()
+            ),
+        )
+    })
 }
 
 /// A type a parameter can have: one that decodes and describes itself. The

@@ -65,6 +65,8 @@ impl ToolError {
     /// Type of the frame that ends a response when the broker did not take
     /// one of its frames (sent only if the broker takes this one).
     pub const SEND_FAILED: &'static str = "send-failed";
+    /// The handler takes a `#[state]` value the registry was not given.
+    pub const MISSING_STATE: &'static str = "missing-state";
 
     /// An error of the default type `tool-service-error`.
     ///

@@ -38,7 +38,11 @@ fn main() {
     let tool = &tree["tool"]["search-docs"];
     assert_eq!(tool["index-url"], "https://docs.example");
     assert_eq!(tool["arguments"][1]["name"], "max-results");
-    assert_eq!(tool["arguments"][1]["description"], "How many hits to return, at most");
+    // The preset's description, then what the schema adds (`Option<u32>`).
+    assert_eq!(
+        tool["arguments"][1]["description"],
+        "How many hits to return, at most. Optional. At least 0."
+    );
     assert_eq!(
         support::response("search-docs", json!({}), json!({"search-text": "rust", "max-results": 3})),
         "https://docs.example rust Some(3)"

@@ -167,7 +167,7 @@ impl App {
                 if command.worker_threads().is_some() {
                     Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
                 } else {
-                    self.execute(registry, command, &mut out).await
+                    self.execute(registry, *command, &mut out).await
                 }
             }
         };
@@ -199,12 +199,12 @@ impl App {
                     || std::thread::available_parallelism().map_or(1, usize::from),
                     usize::from,
                 ));
-                if matches!(command, Run::Call(_)) {
+                if matches!(*command, Run::Call(_)) {
                     // One request: one worker is plenty.
                     runtime.worker_threads(1);
                 }
                 match runtime.enable_all().build() {
-                    Ok(runtime) => runtime.block_on(self.execute(registry, command, out)),
+                    Ok(runtime) => runtime.block_on(self.execute(registry, *command, out)),
                     Err(error) => Err(error.into()),
                 }
             }
@@ -281,7 +281,7 @@ enum Job {
     /// Done without a runtime (descriptors, list, or a mistake).
     Done(CliResult),
     /// A command that runs handlers.
-    Run(Run),
+    Run(Box<Run>),
 }
 
 /// Parses the arguments and collects the registry; runs what needs no
@@ -326,7 +326,7 @@ where
         Command::List => Job::Done(list(&registry, out)),
         #[cfg(feature = "pulsar")]
         Command::Serve(args) => match super::serve::prepare(args) {
-            Ok((options, threads)) => Job::Run(Run::Serve(options, threads)),
+            Ok((options, threads)) => Job::Run(Box::new(Run::Serve(options, threads))),
             Err(error) => Job::Done(Err(error)),
         },
         #[cfg(not(feature = "pulsar"))]
@@ -337,13 +337,13 @@ where
             config,
             user,
             id,
-        } => Job::Run(Run::Call(CallArgs {
+        } => Job::Run(Box::new(Run::Call(CallArgs {
             name,
             arguments,
             config,
             user,
             id,
-        })),
+        }))),
     };
     Ok((registry, job))
 }
