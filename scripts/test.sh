@@ -29,6 +29,8 @@ fi
 
 echo "==> packages of tool-service-macros and tool-service" >&2
 scripts/package.sh
+echo "==> MSRV" >&2
+scripts/msrv.sh
 
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
