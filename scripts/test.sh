@@ -27,6 +27,11 @@ if cargo tree -p tool-service --no-default-features --edges normal --prefix none
   exit 1
 fi
 
+echo "==> packages of tool-service-macros and tool-service" >&2
+scripts/package.sh
+echo "==> MSRV" >&2
+scripts/msrv.sh
+
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
