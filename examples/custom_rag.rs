@@ -1,14 +1,26 @@
 //! The spec's `custom-rag` service: one service behind two tools, each with
-//! its own `collection`.
+//! its own `collection`, answering from a SQLite database with full-text
+//! search (FTS5).
+//!
+//! The database is opened once, at start-up, and shared by every request as
+//! `#[state]`; queries run on Tokio's blocking pool, off the handler
+//! threads. `CUSTOM_RAG_DB` names the file: created with the sample
+//! passages when it does not exist; rows another program inserts into
+//! `passages(collection, source, text)` are found by the next query.
+//! Without `CUSTOM_RAG_DB`, an in-memory database holds the samples.
 //!
 //! ```text
 //! cargo run --example custom_rag
-//! cargo run --example custom_rag -- call query-customers --args '{"question": "who ordered gears?"}'
+//! CUSTOM_RAG_DB=rag.db cargo run --example custom_rag -- call query-customers --args '{"question": "who ordered gears?"}'
 //! ```
 
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rusqlite::Connection;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tool_service::{tool_service, ToolError};
+use tool_service::{tool_service, App, HookError, State, ToolError};
 
 /// What a tool of this service fixes.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -41,20 +53,156 @@ pub struct Passage {
     pub text: String,
 }
 
-const CUSTOMERS: [(&str, &str); 3] = [
-    ("crm/acme", "Acme Corp ordered 400 gears in March."),
-    ("crm/globex", "Globex asked for a quote on springs."),
-    ("crm/initech", "Initech renewed its support contract."),
-];
-
-const PRODUCTS: [(&str, &str); 3] = [
+/// The sample passages a new database starts with: (collection, source,
+/// text).
+const SAMPLES: [(&str, &str, &str); 6] = [
     (
+        "customers",
+        "crm/acme",
+        "Acme Corp ordered 400 gears in March.",
+    ),
+    (
+        "customers",
+        "crm/globex",
+        "Globex asked for a quote on springs.",
+    ),
+    (
+        "customers",
+        "crm/initech",
+        "Initech renewed its support contract.",
+    ),
+    (
+        "products",
         "catalog/gear",
         "Gears come in brass and steel, 10 to 200 teeth.",
     ),
-    ("catalog/spring", "Springs are rated from 5 N to 500 N."),
-    ("catalog/bolt", "Bolts ship in boxes of 100."),
+    (
+        "products",
+        "catalog/spring",
+        "Springs are rated from 5 N to 500 N.",
+    ),
+    ("products", "catalog/bolt", "Bolts ship in boxes of 100."),
 ];
+
+/// The passages database: one connection, shared by every request.
+pub struct Passages {
+    connection: Mutex<Connection>,
+}
+
+/// The schema: passages, their full-text index, and the triggers that keep
+/// the index up to date whoever writes the table.
+const SCHEMA: &str = "
+    PRAGMA journal_mode = WAL;
+    CREATE TABLE IF NOT EXISTS passages(collection TEXT NOT NULL, source TEXT NOT NULL, text TEXT NOT NULL);
+    CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
+        text, content = 'passages', content_rowid = 'rowid', tokenize = 'porter unicode61');
+    CREATE TRIGGER IF NOT EXISTS passages_added AFTER INSERT ON passages BEGIN
+        INSERT INTO passages_fts(rowid, text) VALUES (new.rowid, new.text);
+    END;
+    CREATE TRIGGER IF NOT EXISTS passages_removed AFTER DELETE ON passages BEGIN
+        INSERT INTO passages_fts(passages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    END;
+    CREATE TRIGGER IF NOT EXISTS passages_changed AFTER UPDATE ON passages BEGIN
+        INSERT INTO passages_fts(passages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+        INSERT INTO passages_fts(rowid, text) VALUES (new.rowid, new.text);
+    END;
+";
+
+impl Passages {
+    /// Opens the database `CUSTOM_RAG_DB` names (in memory when unset),
+    /// creating and seeding it when it does not exist.
+    pub async fn open_from_env() -> Result<Self, HookError> {
+        let path = std::env::var_os("CUSTOM_RAG_DB").map(PathBuf::from);
+        let opened = tokio::task::spawn_blocking(move || Self::open(path.as_deref())).await?;
+        opened
+    }
+
+    /// Opens (or creates and seeds) the database at `path`, or an in-memory
+    /// one.
+    pub fn open(path: Option<&Path>) -> Result<Self, HookError> {
+        let (connection, new) = match path {
+            Some(path) => {
+                let new = !path.exists();
+                let connection = Connection::open(path).map_err(|error| {
+                    format!(
+                        "CUSTOM_RAG_DB={}: cannot open the database: {error}",
+                        path.display()
+                    )
+                })?;
+                (connection, new)
+            }
+            None => (Connection::open_in_memory()?, true),
+        };
+        connection
+            .execute_batch(SCHEMA)
+            .map_err(|error| format!("CUSTOM_RAG_DB: cannot set up the passages table: {error}"))?;
+        if new {
+            let mut insert = connection
+                .prepare("INSERT INTO passages(collection, source, text) VALUES (?1, ?2, ?3)")?;
+            for (collection, source, text) in SAMPLES {
+                insert.execute((collection, source, text))?;
+            }
+        }
+        Ok(Self {
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// The best `limit` passages of `collection` for `question`, best first.
+    pub fn search(
+        &self,
+        collection: &str,
+        question: &str,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<Passage>> {
+        // Each word of four letters or more, as a quoted FTS5 term: any
+        // of them may match; bm25 ranks passages matching more first.
+        let terms: Vec<String> = question
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.chars().count() > 3)
+            .map(|word| format!("\"{word}\""))
+            .collect();
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut query = connection.prepare_cached(
+            "SELECT p.source, p.text FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid
+             WHERE passages_fts MATCH ?1 AND p.collection = ?2
+             ORDER BY bm25(passages_fts) LIMIT ?3",
+        )?;
+        let rows = query.query_map(
+            (
+                terms.join(" OR "),
+                collection,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+            ),
+            |row| {
+                Ok(Passage {
+                    source: row.get(0)?,
+                    text: row.get(1)?,
+                })
+            },
+        )?;
+        rows.collect()
+    }
+
+    /// Whether the collection has any passage.
+    pub fn has_collection(&self, collection: &str) -> rusqlite::Result<bool> {
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connection.query_row(
+            "SELECT EXISTS(SELECT 1 FROM passages WHERE collection = ?1)",
+            [collection],
+            |row| row.get(0),
+        )
+    }
+}
 
 /// Answer questions from a custom knowledge collection.
 #[tool_service(
@@ -76,51 +224,37 @@ const PRODUCTS: [(&str, &str); 3] = [
 pub async fn custom_rag(
     #[config] config: &RagConfig,
     #[args] args: QueryArgs,
+    #[state] passages: Arc<Passages>,
 ) -> Result<Vec<Passage>, ToolError> {
-    let documents: &[(&str, &str)] = match config.collection.as_str() {
-        "customers" => &CUSTOMERS,
-        "products" => &PRODUCTS,
-        other => {
-            return Err(ToolError::with_type(
+    let collection = config.collection.clone();
+    let limit = config.max_results;
+    // SQLite blocks: run it on the blocking pool, not on a handler thread.
+    tokio::task::spawn_blocking(move || {
+        if !passages.has_collection(&collection)? {
+            return Ok(Err(ToolError::with_type(
                 "not-found",
-                format!("no collection named `{other}`"),
-            ))
+                format!("no collection named `{collection}`"),
+            )));
         }
-    };
-    let words: Vec<String> = args
-        .question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| word.len() > 3)
-        .map(str::to_lowercase)
-        .collect();
-    let mut hits: Vec<(usize, Passage)> = documents
-        .iter()
-        .map(|(source, text)| {
-            let lower = text.to_lowercase();
-            let score = words
-                .iter()
-                .filter(|word| lower.contains(word.trim_end_matches('s')))
-                .count();
-            (
-                score,
-                Passage {
-                    source: (*source).into(),
-                    text: (*text).into(),
-                },
-            )
-        })
-        .filter(|(score, _)| *score > 0)
-        .collect();
-    hits.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
-    Ok(hits
-        .into_iter()
-        .take(config.max_results)
-        .map(|(_, passage)| passage)
-        .collect())
+        passages.search(&collection, &args.question, limit).map(Ok)
+    })
+    .await
+    .map_err(|error| ToolError::new(format!("the search did not finish: {error}")))?
+    .map_err(|error: rusqlite::Error| ToolError::new(format!("the search failed: {error}")))?
 }
 
 fn main() -> std::process::ExitCode {
-    tool_service::run!()
+    App::new()
+        .meta(tool_service::meta!())
+        // Only `serve` and `call` open the database; `descriptors` and
+        // `list` need none.
+        .setup(|| async { Ok::<_, HookError>(State::new().with(Passages::open_from_env().await?)) })
+        .shutdown(|state| async move {
+            // After the drain: no request uses the database any more.
+            drop(state);
+            eprintln!("custom-rag: closed the passages database");
+        })
+        .run()
 }
 
 /// The one-line guard: `cargo test` fails, with the message the binary would

@@ -37,6 +37,7 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("UnknownName", "registry"),
     ("MissingState", "registry"),
     ("App", "cli"),
+    ("HookError", "cli"),
     ("Service", "spec"),
     ("State", "state"),
     ("Chunks", "stream"),

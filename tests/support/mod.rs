@@ -238,6 +238,15 @@ impl Replica {
         (status, lines)
     }
 
+    /// Waits for a replica that exits by itself; returns every log line of
+    /// its life.
+    pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        let status = self.child.wait().expect("wait for the replica");
+        let mut lines = std::mem::take(&mut *self.read.lock().unwrap());
+        lines.extend(self.log.iter());
+        (status, lines)
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }

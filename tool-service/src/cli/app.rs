@@ -358,3 +358,79 @@ fn report(result: CliResult, err: &mut dyn Write) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn run(app: App, args: &[&str]) -> (ExitCode, String, String) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let code = app.run_from(args.iter().copied(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn descriptors_and_list_never_run_the_hooks() {
+        let ran = Arc::new(AtomicBool::new(false));
+        for command in ["descriptors", "list"] {
+            let flag = Arc::clone(&ran);
+            let app = App::new().setup(move || async move {
+                flag.store(true, Ordering::SeqCst);
+                Ok::<_, HookError>(State::new())
+            });
+            let (code, _, err) = run(app, &["bin", command]);
+            assert_eq!(code, ExitCode::SUCCESS, "{err}");
+        }
+        assert!(!ran.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_failing_setup_is_reported_and_nothing_is_called() {
+        let app = App::new().setup(|| async { Err::<State, _>("DB_URL is not set") });
+        let (code, out, err) = run(app, &["bin", "call", "no-such-tool"]);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(err, "error: start-up failed: DB_URL is not set\n");
+        assert_eq!(out, "");
+    }
+
+    #[test]
+    fn call_runs_setup_then_shutdown_with_the_same_state() {
+        let closed = Arc::new(std::sync::Mutex::new(None));
+        let seen = Arc::clone(&closed);
+        let app = App::new()
+            .setup(|| async { Ok::<_, HookError>(State::new().with(7u32)) })
+            .shutdown(move |state| async move {
+                *seen.lock().unwrap() = state.get::<u32>().map(|value| *value);
+            });
+        // An unknown name fails after the setup, and the shutdown still runs.
+        let (code, _, err) = run(app, &["bin", "call", "no-such-tool"]);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert!(
+            err.contains("no tool or service named `no-such-tool`"),
+            "{err}"
+        );
+        assert_eq!(*closed.lock().unwrap(), Some(7));
+    }
+
+    #[test]
+    fn run_inside_a_runtime_says_what_to_use_instead() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (code, out, err) = runtime.block_on(async { run(App::new(), &["bin", "list"]) });
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(out, "");
+        assert!(
+            err.contains("called inside a Tokio runtime")
+                && err.contains("App::new().run_async().await"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! Services that own resources, as users run them: the `custom_rag` example
+//! opens its SQLite database once in its setup hook, shares it with every
+//! request as `#[state]`, and closes it after the drain. On a real broker.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::Replica;
+
+/// The tests that serve `custom-rag` take turns: they share its topics.
+static CUSTOM_RAG: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tool-service-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn sources(text: &str) -> Vec<String> {
+    let hits: Vec<Value> = serde_json::from_str(text).unwrap();
+    hits.iter()
+        .map(|hit| hit["source"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_failed_setup_exits_naming_the_variable_and_subscribes_nothing() {
+    let url = support::require_broker();
+    let replica = Replica::spawn_with_env(
+        &url,
+        "custom_rag",
+        &[],
+        &[("CUSTOM_RAG_DB", "/nonexistent/dir/rag.db")],
+    );
+    let (status, lines) = replica.wait_exit();
+    let log = lines.join("\n");
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("error: start-up failed: CUSTOM_RAG_DB=/nonexistent/dir/rag.db: cannot open the database"),
+        "{log}"
+    );
+    // The hook runs before anything connects or subscribes.
+    for never in ["connected to Pulsar", "serving", "ready"] {
+        assert!(!log.contains(never), "{never:?} in:\n{log}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
+    let _turn = CUSTOM_RAG.lock().await;
+    let db = temp_db("concurrent.db");
+    let db_text = db.to_str().unwrap().to_owned();
+    let replica = Replica::spawn_with_env(
+        &support::require_broker(),
+        "custom_rag",
+        &["--concurrency", "64"],
+        &[("CUSTOM_RAG_DB", &db_text)],
+    );
+    replica.wait_for_log(" ready", Duration::from_secs(60));
+    assert!(db.exists(), "the setup hook did not create the database");
+    let client = support::client("non-persistent", "custom-rag").await;
+    let calls = (0..200).map(|n| {
+        let client = &client;
+        async move {
+            let (collection, question, expected) = if n % 2 == 0 {
+                ("customers", "who ordered gears?", "crm/acme")
+            } else {
+                ("products", "which springs?", "catalog/spring")
+            };
+            let text = client
+                .call(
+                    &json!({"collection": collection}),
+                    &json!({"question": question}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(sources(&text)[0], expected, "{text}");
+        }
+    });
+    futures_util::future::join_all(calls).await;
+
+    // Another program adds a passage; the next query finds it.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute(
+            "INSERT INTO passages(collection, source, text) VALUES ('customers', 'crm/umbrella', 'Umbrella ordered turbines.')",
+            [],
+        )
+        .unwrap();
+    drop(writer);
+    let text = client
+        .call(
+            &json!({"collection": "customers"}),
+            &json!({"question": "who ordered turbines?"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sources(&text)[0], "crm/umbrella", "{text}");
+    let (status, _) = replica.finish();
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shutdown_hook_runs_after_the_drain() {
+    let _turn = CUSTOM_RAG.lock().await;
+    let db = temp_db("drain.db");
+    let db_text = db.to_str().unwrap().to_owned();
+    let replica = Replica::spawn_with_env(
+        &support::require_broker(),
+        "custom_rag",
+        &[],
+        &[("CUSTOM_RAG_DB", &db_text)],
+    );
+    replica.wait_for_log(" ready", Duration::from_secs(60));
+    let client = support::client("non-persistent", "custom-rag").await;
+    let text = client
+        .call(
+            &json!({"collection": "products"}),
+            &json!({"question": "which gears?"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sources(&text)[0], "catalog/gear");
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{lines:#?}");
+    let stopped = lines
+        .iter()
+        .position(|line| line.contains("stopped") && line.contains("custom-rag"))
+        .unwrap_or_else(|| panic!("no `stopped` line: {lines:#?}"));
+    let closed = lines
+        .iter()
+        .position(|line| line.contains("closed the passages database"))
+        .unwrap_or_else(|| panic!("the shutdown hook did not run: {lines:#?}"));
+    assert!(stopped < closed, "closed before the drain: {lines:#?}");
+}
