@@ -215,27 +215,56 @@ fn check_name(lit: &LitStr, what: &str, errors: &mut Errors) -> String {
     value
 }
 
+/// A queue name as the attribute takes it: a full Pulsar topic name, or
+/// TrustGraph's `class:topicspace:topic`, which becomes the topic name
+/// TrustGraph's backend maps it to (`request:tg:joke` →
+/// `non-persistent://tg/request/joke`; `flow` is persistent).
 fn check_queue(lit: &LitStr, key: &str, errors: &mut Errors) -> String {
     let value = lit.value();
-    let valid = value
+    let valid_parts = |parts: &[&str]| {
+        parts
+            .iter()
+            .all(|part| !part.is_empty() && part.chars().all(is_name_char))
+    };
+    if let Some(rest) = value
         .strip_prefix("persistent://")
         .or_else(|| value.strip_prefix("non-persistent://"))
-        .map(|rest| {
-            let parts: Vec<&str> = rest.split('/').collect();
-            parts.len() == 3
-                && parts
-                    .iter()
-                    .all(|part| !part.is_empty() && part.chars().all(is_name_char))
-        })
-        .unwrap_or(false);
-    if !valid {
-        errors.spanned(
-            lit,
-            format_args!(
-                "`{key}` must be a full Pulsar topic name, `persistent://tenant/namespace/topic` or `non-persistent://tenant/namespace/topic`"
-            ),
-        );
+    {
+        let parts: Vec<&str> = rest.split('/').collect();
+        if parts.len() == 3 && valid_parts(&parts) {
+            return value;
+        }
+    } else if !value.contains("://") {
+        let parts: Vec<&str> = value.splitn(3, ':').collect();
+        if let [class, topicspace, topic] = parts.as_slice() {
+            let persistence = match *class {
+                "flow" => Some("persistent"),
+                "request" | "response" | "notify" => Some("non-persistent"),
+                _ => None,
+            };
+            match persistence {
+                Some(persistence) if valid_parts(&[topicspace, topic]) => {
+                    return format!("{persistence}://{topicspace}/{class}/{topic}");
+                }
+                None => {
+                    errors.spanned(
+                        lit,
+                        format_args!(
+                            "`{key}`: `{class}` is not a TrustGraph queue class; write `request:…`, `response:…`, `notify:…` or `flow:…`, or a full Pulsar topic name"
+                        ),
+                    );
+                    return value;
+                }
+                Some(_) => {}
+            }
+        }
     }
+    errors.spanned(
+        lit,
+        format_args!(
+            "`{key}` must be a full Pulsar topic name, `persistent://tenant/namespace/topic` or `non-persistent://tenant/namespace/topic`, or TrustGraph's `class:topicspace:topic`, e.g. `request:tg:joke`"
+        ),
+    );
     value
 }
 
