@@ -42,6 +42,39 @@ fn per_request(c: &mut Criterion) {
             ))
         })
     });
+    // The same tool taking a `#[state]` value.
+    let (stateful, state) = tool_service_bench::joke_service_with_state();
+    let limits = dispatch::Limits::default();
+    frames.clear();
+    runtime
+        .block_on(dispatch::dispatch_with(
+            stateful,
+            &state,
+            "id",
+            JOKE_REQUEST,
+            limits,
+            &mut frames,
+        ))
+        .unwrap();
+    assert_eq!(frames[0].encode(), expected, "the stateful path too");
+    group.bench_function("tool_service_dispatch_with_state", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                frames.clear();
+                dispatch::dispatch_with(
+                    stateful,
+                    &state,
+                    "id",
+                    std::hint::black_box(JOKE_REQUEST),
+                    limits,
+                    &mut frames,
+                )
+                .await
+                .unwrap_or_else(|never| match never {});
+                frames[0].encode()
+            })
+        })
+    });
     if std::env::var_os("PER_REQUEST_PARTS").is_some() {
         group.bench_function("part_request_decode", |b| {
             b.iter(|| {

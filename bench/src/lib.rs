@@ -27,6 +27,44 @@ pub async fn tell_joke(
     Ok(joke(&args.topic, config.style.as_deref().unwrap_or("pun")))
 }
 
+/// What the stateful joke service shares: the default style.
+#[derive(Debug)]
+pub struct JokeBook {
+    /// The style when the config names none.
+    pub default_style: &'static str,
+}
+
+/// Tell a joke on a given topic, with shared state.
+#[tool_service(
+    topic = "bench-joke-state",
+    tool(name = "bench-tell-joke-state", config(style = "pun"))
+)]
+pub async fn tell_joke_with_state(
+    #[config] config: JokeConfig,
+    #[args] args: JokeArgs,
+    #[state] book: &JokeBook,
+) -> Result<String, ToolError> {
+    if args.topic.is_empty() {
+        return Err(ToolError::new("give a topic"));
+    }
+    Ok(joke(
+        &args.topic,
+        config.style.as_deref().unwrap_or(book.default_style),
+    ))
+}
+
+/// The registered joke service that takes state, and that state.
+pub fn joke_service_with_state() -> (tool_service::Service, tool_service::State) {
+    let service = tool_service::Registry::collect()
+        .expect("a valid registry")
+        .service("bench-joke-state-service")
+        .expect("the bench library registers bench-joke-state-service");
+    let state = tool_service::State::new().with(JokeBook {
+        default_style: "pun",
+    });
+    (service, state)
+}
+
 /// The request both in-process benchmarks send: the original spec's shape.
 pub const JOKE_REQUEST: &[u8] =
     br#"{"user": "alice", "config": "{\"style\": \"pun\"}", "arguments": "{\"topic\": \"programming\"}"}"#;
