@@ -105,7 +105,10 @@ fn used_names(code: &str) -> Vec<String> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            names.push(name);
+            // `crate::run!` and the like are exported macros, at the root.
+            if !rest[name.len()..].starts_with('!') {
+                names.push(name);
+            }
         }
     }
     names
