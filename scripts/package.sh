@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 published=(tool-service-macros tool-service)
-exclude=(--exclude tool-service-suite --exclude tool-service-bench)
+exclude=(--exclude tool-service-suite --exclude tool-service-bench --exclude library-tools)
 
 # What each package ships: sources, manifest, README, licences.
 for crate in "${published[@]}"; do

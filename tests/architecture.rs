@@ -36,6 +36,7 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("RegistryError", "registry"),
     ("UnknownName", "registry"),
     ("MissingState", "registry"),
+    ("MissingServices", "registry"),
     ("App", "cli"),
     ("HookError", "cli"),
     ("Service", "spec"),

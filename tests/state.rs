@@ -137,3 +137,23 @@ async fn the_shutdown_hook_runs_after_the_drain() {
         .unwrap_or_else(|| panic!("the shutdown hook did not run: {lines:#?}"));
     assert!(stopped < closed, "closed before the drain: {lines:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_from_a_library_crate_is_listed_and_served() {
+    let list = std::process::Command::new(support::example("two_crates"))
+        .arg("list")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(list.stdout).unwrap();
+    assert!(text.contains("library-reverse-service\n"), "{text}");
+    assert!(text.contains("two-crates-hello-service\n"), "{text}");
+    let replica = Replica::start("two_crates", &["--only", "library-reverse-service"]);
+    let client = support::client("non-persistent", "library-reverse").await;
+    let text = client
+        .call(&json!({}), &json!({"text": "stressed"}))
+        .await
+        .unwrap();
+    assert_eq!(text, "desserts");
+    let (status, _) = replica.finish();
+    assert!(status.success());
+}

@@ -114,7 +114,7 @@ pub mod __private;
 pub use cli::{run, App, HookError};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-pub use registry::{MissingState, Problem, Registry, RegistryError, UnknownName};
+pub use registry::{MissingServices, MissingState, Problem, Registry, RegistryError, UnknownName};
 pub use response::response_text;
 pub use spec::Service;
 pub use state::State;

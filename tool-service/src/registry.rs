@@ -197,6 +197,44 @@ impl Registry {
         &self.state
     }
 
+    /// Checks that every service id in `expected` is registered. Services
+    /// defined in a library crate are linked only when the binary names the
+    /// crate (`use my_tools as _;`); this check, in the binary's tests,
+    /// makes forgetting it fail:
+    ///
+    /// ```
+    /// let registry = tool_service::Registry::collect().unwrap();
+    /// let error = registry.expect_services(["search-service"]).unwrap_err();
+    /// assert_eq!(error.missing, ["search-service"]);
+    /// assert!(error.to_string().contains("use my_tools as _;"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`MissingServices`], naming every id that is not registered.
+    pub fn expect_services<I>(&self, expected: I) -> Result<(), MissingServices>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let missing: Vec<String> = expected
+            .into_iter()
+            .filter(|id| self.service(id.as_ref()).is_none())
+            .map(|id| id.as_ref().to_owned())
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(MissingServices {
+                missing,
+                registered: self
+                    .services
+                    .iter()
+                    .map(|service| service.id().to_owned())
+                    .collect(),
+            })
+        }
+    }
+
     /// Checks that this registry's state holds every `#[state]` type the
     /// given services take. `serve` checks the services it is about to serve
     /// before subscribing, and `call` the service it calls.
@@ -322,6 +360,16 @@ impl Registry {
             Err(never) => match never {},
         }
     }
+}
+
+/// Services a binary was expected to have and does not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::known::list(.missing.iter().map(|id| format!("`{id}`"))), crate::known::list(.registered))]
+pub struct MissingServices {
+    /// The ids expected and not registered.
+    pub missing: Vec<String>,
+    /// The ids registered.
+    pub registered: Vec<String>,
 }
 
 /// Services take `#[state]` values that were never provided.

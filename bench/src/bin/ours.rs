@@ -6,11 +6,9 @@ use tool_service_bench::JokeBook;
 fn main() -> std::process::ExitCode {
     tool_service::App::new()
         .setup(|| async {
-            Ok::<_, tool_service::HookError>(
-                tool_service::State::new().with(JokeBook {
-                    default_style: "pun",
-                }),
-            )
+            Ok::<_, tool_service::HookError>(tool_service::State::new().with(JokeBook {
+                default_style: "pun",
+            }))
         })
         .run()
 }

@@ -1,0 +1,31 @@
+//! A binary that serves its own service and those of a library crate
+//! (`examples/library-tools`).
+//!
+//! ```text
+//! cargo run --example two_crates -- list
+//! ```
+
+// A crate the binary never names is not linked, and its services would be
+// missing: name it once.
+use library_tools as _;
+use tool_service::tool_service;
+
+/// Say which binary answers.
+#[tool_service(topic = "two-crates-hello")]
+async fn hello() -> &'static str {
+    "hello from the binary"
+}
+
+fn main() -> std::process::ExitCode {
+    tool_service::run!()
+}
+
+/// The guard of a binary that serves other crates' services: every service
+/// expected is there (a library crate the binary forgot to name is not).
+#[test]
+fn tool_services_are_valid_and_all_there() {
+    tool_service::Registry::collect()
+        .unwrap()
+        .expect_services(["library-reverse-service", "two-crates-hello-service"])
+        .unwrap();
+}
