@@ -24,32 +24,12 @@ pub(crate) struct Field {
 /// schema is not an object.
 pub(crate) fn object_fields(root: &Value) -> Option<Vec<Field>> {
     let object = resolve(root, root);
-    let properties = match object.get("properties") {
-        Some(Value::Object(properties)) => properties,
-        Some(_) => return None,
-        None if type_word(object, root) == "object" => return Some(Vec::new()),
-        None => return None,
-    };
-    let required: BTreeSet<&str> = object
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    Some(
-        properties
-            .iter()
-            .map(|(name, schema)| Field {
-                name: name.clone(),
-                required: required.contains(name.as_str()),
-                description: schema
-                    .get("description")
-                    .or_else(|| resolve(schema, root).get("description"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                schema: schema.clone(),
-            })
-            .collect(),
-    )
+    match object.get("properties") {
+        Some(Value::Object(_)) => fields_of(object, root),
+        Some(_) => None,
+        None if type_word(object, root) == "object" => Some(Vec::new()),
+        None => None,
+    }
 }
 
 /// Follows a local `$ref` (`#/$defs/Name`) to the schema it names.
@@ -234,7 +214,8 @@ fn without_null<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
     schema
 }
 
-/// The fields of an object schema that is not the root schema.
+/// The properties of an object schema (already resolved), reading their
+/// references against `root`; `None` without properties.
 fn fields_of(schema: &Value, root: &Value) -> Option<Vec<Field>> {
     let properties = schema.get("properties")?.as_object()?;
     let required: BTreeSet<&str> = schema
