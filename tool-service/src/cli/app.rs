@@ -154,10 +154,26 @@ impl App {
     /// }
     /// ```
     pub async fn run_async(self) -> ExitCode {
-        let mut out = std::io::stdout();
-        let mut err = std::io::stderr();
-        let args: Vec<OsString> = std::env::args_os().collect();
-        let (registry, job) = match prepare(self.meta, args, &mut out, &mut err) {
+        self.run_async_from(
+            std::env::args_os(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+        .await
+    }
+
+    /// [`App::run_async`] with explicit arguments and output streams.
+    pub async fn run_async_from<I, T>(
+        self,
+        args: I,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let (registry, job) = match prepare(self.meta, args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
@@ -167,11 +183,11 @@ impl App {
                 if command.worker_threads().is_some() {
                     Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
                 } else {
-                    self.execute(registry, *command, &mut out).await
+                    self.execute(registry, *command, out).await
                 }
             }
         };
-        report(result, &mut err)
+        report(result, err)
     }
 
     /// [`App::run`] with explicit arguments and output streams.
@@ -417,6 +433,30 @@ mod tests {
             "{err}"
         );
         assert_eq!(*closed.lock().unwrap(), Some(7));
+    }
+
+    /// Says hi.
+    #[crate::tool_service(topic = "app-tests-hi")]
+    async fn greet_from_state(#[state] greeting: &&'static str) -> &'static str {
+        greeting
+    }
+
+    #[tokio::test]
+    async fn run_async_calls_inside_the_current_runtime() {
+        let app = App::new().setup(|| async { Ok::<_, HookError>(State::new().with("hi")) });
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let code = app
+            .run_async_from(["bin", "call", "app-tests-hi-service"], &mut out, &mut err)
+            .await;
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            code,
+            ExitCode::SUCCESS,
+            "{}",
+            String::from_utf8(err).unwrap()
+        );
+        assert!(out.contains(r#""response":"hi""#), "{out}");
     }
 
     #[test]
