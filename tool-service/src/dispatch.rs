@@ -278,7 +278,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
             request,
             context,
             chunks: Chunks::disconnected(),
-            state: state.clone(),
+            state: state_for(service, state),
         };
         let handler = CatchPanic(call_handler(service, invocation));
         match limits.timeout {
@@ -314,7 +314,7 @@ async fn stream_chunks<S: FrameSink + Send>(
         request,
         context,
         chunks,
-        state: state.clone(),
+        state: state_for(service, state),
     };
     let mut handler = CatchPanic(call_handler(service, invocation));
     let expired = async {
@@ -420,6 +420,16 @@ fn fit(frame: Frame, id: &str, max: usize) -> Frame {
 }
 
 /// Calls the handler, turning a panic while creating its future into an error.
+/// What one request of `service` gets: the shared values when its handler
+/// takes any, else an empty state (no reference count touched).
+fn state_for(service: Service, state: &State) -> State {
+    if service.takes_state() {
+        state.clone()
+    } else {
+        State::new()
+    }
+}
+
 fn call_handler(service: Service, invocation: Invocation) -> HandlerFuture {
     let handler = service.handler();
     match catch_unwind(AssertUnwindSafe(move || handler(invocation))) {

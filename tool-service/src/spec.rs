@@ -197,6 +197,11 @@ impl Service {
         self.0.tools.iter().map(|tool| tool.name)
     }
 
+    /// Whether the handler takes any `#[state]` value.
+    pub(crate) fn takes_state(&self) -> bool {
+        !self.0.states.is_empty()
+    }
+
     /// The type names of the `#[state]` values the handler takes.
     pub fn state_types(&self) -> impl Iterator<Item = &'static str> {
         self.0.states.iter().map(|need| (need.type_name)())

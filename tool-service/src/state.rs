@@ -31,7 +31,9 @@ use std::sync::Arc;
 /// (a cache over a pool) goes first.
 #[derive(Clone, Default)]
 pub struct State {
-    values: Arc<Values>,
+    /// `None` while empty: an empty state costs nothing to clone, which
+    /// every request of a service without `#[state]` does.
+    values: Option<Arc<Values>>,
 }
 
 #[derive(Clone, Default)]
@@ -58,8 +60,8 @@ impl State {
 
     /// A shared empty state, for calls that were given none.
     pub(crate) fn empty() -> &'static State {
-        static EMPTY: std::sync::OnceLock<State> = std::sync::OnceLock::new();
-        EMPTY.get_or_init(State::new)
+        static EMPTY: State = State { values: None };
+        &EMPTY
     }
 
     /// This state with `value` added, replacing a value of the same type.
@@ -76,7 +78,7 @@ impl State {
             type_name: std::any::type_name::<T>(),
             value: Arc::new(value),
         };
-        let values = &mut Arc::make_mut(&mut self.values).0;
+        let values = &mut Arc::make_mut(self.values.get_or_insert_with(Arc::default)).0;
         match values.iter_mut().find(|old| old.type_id == entry.type_id) {
             Some(old) => *old = entry,
             None => values.push(entry),
@@ -96,12 +98,15 @@ impl State {
 
     /// The type names of the values, in the order they were added.
     pub fn type_names(&self) -> Vec<&'static str> {
-        self.values.0.iter().map(|entry| entry.type_name).collect()
+        self.entries().iter().map(|entry| entry.type_name).collect()
+    }
+
+    fn entries(&self) -> &[Entry] {
+        self.values.as_deref().map_or(&[], |values| &values.0)
     }
 
     fn get_by_id(&self, type_id: TypeId) -> Option<&Arc<dyn Any + Send + Sync>> {
-        self.values
-            .0
+        self.entries()
             .iter()
             .find(|entry| entry.type_id == type_id)
             .map(|entry| &entry.value)
