@@ -459,6 +459,24 @@ mod tests {
         assert!(out.contains(r#""response":"hi""#), "{out}");
     }
 
+    #[tokio::test]
+    async fn run_async_refuses_to_size_a_runtime_it_does_not_own() {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let args = [
+            "bin",
+            "serve",
+            "--worker-threads",
+            "2",
+            "-p",
+            "pulsar://127.0.0.1:9",
+        ];
+        let code = App::new().run_async_from(args, &mut out, &mut err).await;
+        assert_eq!(code, ExitCode::FAILURE);
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("--worker-threads sizes the runtime"), "{err}");
+    }
+
     #[test]
     fn run_inside_a_runtime_says_what_to_use_instead() {
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -409,6 +409,29 @@ mod tests {
         "hi"
     }
 
+    /// Says a shared number.
+    #[crate::tool_service(topic = "serve-tests-stateful")]
+    async fn stateful(#[state] number: &u8) -> u8 {
+        *number
+    }
+
+    #[tokio::test]
+    async fn a_service_without_its_state_is_refused_before_connecting() {
+        let registry = Registry::collect().unwrap();
+        let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
+        options.only = vec![String::from("serve-tests-stateful-service")];
+        let started = Serving::start(&registry, &options, std::future::pending()).await;
+        match started {
+            Err(ServeError::MissingState(missing)) => assert!(
+                missing
+                    .to_string()
+                    .contains("service `serve-tests-stateful-service` takes a `u8`"),
+                "{missing}"
+            ),
+            other => panic!("expected MissingState, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn a_failed_start_closes_the_metrics_port() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
