@@ -36,6 +36,8 @@
 //! * [`wire`] — the request and response frames (TrustGraph's format).
 //! * [`descriptor`] — the `tool-service` and `tool` config items.
 //! * [`Registry`] — every service linked in, checked for mistakes.
+//! * [`State`] — values handlers share (`#[state] db: &Db`), built by
+//!   `App`'s setup hook and closed after the drain.
 //! * [`dispatch`] — the path from a request payload to response frames.
 //!
 //! # Cargo features
