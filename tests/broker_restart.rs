@@ -14,8 +14,6 @@ use support::{PrivateBroker, Replica};
 use tool_service::broker::BrokerOptions;
 use tool_service::client::ToolClient;
 
-const URL: &str = "pulsar://127.0.0.1:16650";
-
 async fn call_once(client: &ToolClient, text: &str) -> bool {
     matches!(client.call(&json!({}), &json!({"text": text})).await, Ok(answer) if answer == text)
 }
@@ -26,10 +24,11 @@ type Outcomes = Arc<Mutex<Vec<(Instant, bool)>>>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reconnects_after_a_broker_restart_under_traffic() {
-    let broker = PrivateBroker::start(16650, &[]);
-    let mut replica = Replica::start_at(URL, "echo", &["--only", "echo-service"]);
+    let broker = PrivateBroker::start(&[]);
+    let url = broker.url();
+    let mut replica = Replica::start_at(&url, "echo", &["--only", "echo-service"]);
     let client = support::client_on(
-        &BrokerOptions::new(URL),
+        &BrokerOptions::new(&url),
         "non-persistent",
         "echo",
         Duration::from_secs(2),
@@ -69,8 +68,9 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     let stopping = Instant::now();
     broker.run("stop");
     // When the restarted broker first accepts connections.
-    let listening = std::thread::spawn(|| loop {
-        if std::net::TcpStream::connect("127.0.0.1:16650").is_ok() {
+    let port = broker.port;
+    let listening = std::thread::spawn(move || loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             break Instant::now();
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -16,11 +16,6 @@ use serde_json::json;
 use support::{PrivateBroker, Replica};
 use tool_service::broker::BrokerOptions;
 
-const PLAIN_PORT: u16 = 16660;
-const TLS_PORT: u16 = 16661;
-const PLAIN_URL: &str = "pulsar://127.0.0.1:16660";
-const TLS_URL: &str = "pulsar+ssl://127.0.0.1:16661";
-
 fn openssl(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Vec<u8> {
     let mut child = Command::new("openssl")
         .args(args)
@@ -104,7 +99,10 @@ struct Material {
 }
 
 fn make_material() -> Material {
-    let dir = std::env::temp_dir().join("tool-service-secure-broker-test");
+    let dir = std::env::temp_dir().join(format!(
+        "tool-service-secure-broker-test-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let secret = openssl(&dir, &["rand", "32"], None);
@@ -147,7 +145,7 @@ fn make_material() -> Material {
 /// A maximum message size of this broker's own, below Pulsar's default.
 const MAX_MESSAGE_SIZE: usize = 3 * 1024 * 1024;
 
-fn broker_config(material: &Material) -> PathBuf {
+fn broker_config(material: &Material, tls_port: u16) -> PathBuf {
     let dir = &material.dir;
     let config = format!(
         "authenticationEnabled=true\n\
@@ -156,7 +154,7 @@ fn broker_config(material: &Material) -> PathBuf {
          superUserRoles=admin\n\
          brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\n\
          brokerClientAuthenticationParameters=token:{admin}\n\
-         brokerServicePortTls={TLS_PORT}\n\
+         brokerServicePortTls={tls_port}\n\
          tlsCertificateFilePath={cert}\n\
          tlsKeyFilePath={key}\n\
          tlsTrustCertsFilePath={ca}\n\
@@ -203,20 +201,20 @@ fn assert_said(lines: &[String], expected: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     let material = make_material();
-    let config = broker_config(&material);
-    let _broker = PrivateBroker::start(
-        PLAIN_PORT,
-        &[
-            ("PULSAR_EXTRA_CONF", config.to_str().unwrap()),
-            ("PULSAR_ADMIN_TOKEN", &material.admin_token),
-        ],
-    );
+    let tls_port = support::free_port();
+    let config = broker_config(&material, tls_port);
+    let broker = PrivateBroker::start(&[
+        ("PULSAR_EXTRA_CONF", config.to_str().unwrap()),
+        ("PULSAR_ADMIN_TOKEN", &material.admin_token),
+    ]);
+    let plain_url = broker.url();
+    let tls_url = format!("pulsar+ssl://127.0.0.1:{tls_port}");
     let token = material.service_token.as_str();
     let ca = material.ca.to_str().unwrap();
 
     // TLS and a token from PULSAR_API_KEY: served and answered.
     let tls_replica = Replica::spawn_with_env(
-        TLS_URL,
+        &tls_url,
         "echo",
         &[
             "--only",
@@ -231,7 +229,7 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     let started = tls_replica.wait_for_log(" ready", Duration::from_secs(60));
     // The broker's own limit, learnt in the handshake (over TLS, with the token).
     assert_said(&started, &format!("max_message_size={MAX_MESSAGE_SIZE}"));
-    let tls = BrokerOptions::new(TLS_URL)
+    let tls = BrokerOptions::new(&tls_url)
         .with_api_key(token)
         .with_tls_ca_file(&material.ca);
     let echo = support::client_on(&tls, "non-persistent", "echo", Duration::from_secs(20)).await;
@@ -243,11 +241,11 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
 
     // The plain port with the token from --pulsar-api-key.
     let plain_replica = Replica::start_at(
-        PLAIN_URL,
+        &plain_url,
         "echo",
         &["--only", "whoami-service", "--pulsar-api-key", token],
     );
-    let plain = BrokerOptions::new(PLAIN_URL).with_api_key(token);
+    let plain = BrokerOptions::new(&plain_url).with_api_key(token);
     let whoami =
         support::client_on(&plain, "non-persistent", "whoami", Duration::from_secs(20)).await;
     let answer = whoami.call(&json!({}), &json!({})).await.unwrap();
@@ -258,7 +256,7 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     let token_file = material.dir.join("service.token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
     let file_replica = Replica::start_at(
-        PLAIN_URL,
+        &plain_url,
         "echo",
         &[
             "--only",
@@ -284,14 +282,14 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     );
 
     // Wrong settings stop `serve` at start-up with a sentence saying what to fix.
-    let lines = refused(PLAIN_URL, &["--only", "whoami-service"], &[]);
+    let lines = refused(&plain_url, &["--only", "whoami-service"], &[]);
     assert_said(
         &lines,
         "the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY)",
     );
     let forged = material.forged_token.as_str();
     let lines = refused(
-        PLAIN_URL,
+        &plain_url,
         &["--only", "whoami-service"],
         &[("PULSAR_API_KEY", forged)],
     );
@@ -301,7 +299,7 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     );
     assert!(!lines.join("\n").contains(forged), "the token was logged");
     let lines = refused(
-        TLS_URL,
+        &tls_url,
         &["--only", "whoami-service", "--pulsar-api-key", token],
         &[],
     );
@@ -311,7 +309,7 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     );
     let other_ca = material.other_ca.to_str().unwrap();
     let lines = refused(
-        TLS_URL,
+        &tls_url,
         &["--only", "whoami-service", "--pulsar-tls-ca-file", other_ca],
         &[("PULSAR_API_KEY", token)],
     );

@@ -267,24 +267,34 @@ impl Drop for Replica {
     }
 }
 
-/// A standalone broker of a test's own, on other ports than the shared one
-/// (via `scripts/pulsar.sh`); stopped when dropped.
+/// A standalone broker of a test's own, on free ports (service, HTTP and
+/// bookie) and with data in a directory of this process's own, so that
+/// concurrent runs do not collide (via `scripts/pulsar.sh`); stopped when
+/// dropped.
 pub struct PrivateBroker {
     env: Vec<(String, String)>,
+    /// The broker's service port.
+    pub port: u16,
 }
 
 impl PrivateBroker {
-    /// Starts a fresh broker on `port` (HTTP on `port + 1430`, bookie on
-    /// `port - 3469`, data under /tmp), with extra `scripts/pulsar.sh`
-    /// environment such as `PULSAR_EXTRA_CONF`.
-    pub fn start(port: u16, extra: &[(&str, &str)]) -> Self {
+    /// Starts a fresh broker, with extra `scripts/pulsar.sh` environment
+    /// such as `PULSAR_EXTRA_CONF`.
+    pub fn start(extra: &[(&str, &str)]) -> Self {
+        let port = free_port();
         let mut env: Vec<(String, String)> = vec![
             ("PULSAR_PORT".into(), port.to_string()),
-            ("PULSAR_HTTP_PORT".into(), (port + 1430).to_string()),
-            ("PULSAR_BOOKIE_PORT".into(), (port - 3469).to_string()),
+            ("PULSAR_HTTP_PORT".into(), free_port().to_string()),
+            ("PULSAR_BOOKIE_PORT".into(), free_port().to_string()),
             (
                 "PULSAR_DATA".into(),
-                format!("/tmp/tool-service-pulsar-test-{port}"),
+                std::env::temp_dir()
+                    .join(format!(
+                        "tool-service-pulsar-test-{}-{port}",
+                        std::process::id()
+                    ))
+                    .display()
+                    .to_string(),
             ),
         ];
         env.extend(
@@ -292,10 +302,15 @@ impl PrivateBroker {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
         );
-        let broker = Self { env };
+        let broker = Self { env, port };
         // Fresh data the first time; a later `run("start")` is a restart.
         broker.run_with("start", &[("PULSAR_FRESH", "1")]);
         broker
+    }
+
+    /// The broker's `pulsar://` URL.
+    pub fn url(&self) -> String {
+        format!("pulsar://127.0.0.1:{}", self.port)
     }
 
     /// Runs `scripts/pulsar.sh ACTION` for this broker.
@@ -322,6 +337,9 @@ impl PrivateBroker {
 impl Drop for PrivateBroker {
     fn drop(&mut self) {
         self.run("stop");
+        if let Some((_, data)) = self.env.iter().find(|(key, _)| key == "PULSAR_DATA") {
+            let _ = std::fs::remove_dir_all(data);
+        }
     }
 }
 
