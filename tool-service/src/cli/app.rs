@@ -173,19 +173,14 @@ impl App {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let (registry, job) = match prepare(self.meta, args, out, err) {
+        let (registry, command) = match prepare(self.meta, args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
-        let result = match job {
-            Job::Done(result) => result,
-            Job::Run(command) => {
-                if command.worker_threads().is_some() {
-                    Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
-                } else {
-                    self.execute(registry, *command, out).await
-                }
-            }
+        let result = if command.worker_threads().is_some() {
+            Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
+        } else {
+            self.execute(registry, *command, out).await
         };
         report(result, err)
     }
@@ -203,27 +198,22 @@ impl App {
             );
             return ExitCode::FAILURE;
         }
-        let (registry, job) = match prepare(self.meta, args, out, err) {
+        let (registry, command) = match prepare(self.meta, args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
-        let result = match job {
-            Job::Done(result) => result,
-            Job::Run(command) => {
-                let mut runtime = tokio::runtime::Builder::new_multi_thread();
-                runtime.worker_threads(command.worker_threads().map_or_else(
-                    || std::thread::available_parallelism().map_or(1, usize::from),
-                    usize::from,
-                ));
-                if matches!(*command, Run::Call(_)) {
-                    // One request: one worker is plenty.
-                    runtime.worker_threads(1);
-                }
-                match runtime.enable_all().build() {
-                    Ok(runtime) => runtime.block_on(self.execute(registry, *command, out)),
-                    Err(error) => Err(error.into()),
-                }
-            }
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        runtime.worker_threads(command.worker_threads().map_or_else(
+            || std::thread::available_parallelism().map_or(1, usize::from),
+            usize::from,
+        ));
+        if matches!(*command, Run::Call(_)) {
+            // One request: one worker is plenty.
+            runtime.worker_threads(1);
+        }
+        let result = match runtime.enable_all().build() {
+            Ok(runtime) => runtime.block_on(self.execute(registry, *command, out)),
+            Err(error) => Err(error.into()),
         };
         report(result, err)
     }
@@ -292,22 +282,15 @@ impl Run {
     }
 }
 
-/// What a parsed command line asks for.
-enum Job {
-    /// Done without a runtime (descriptors, list, or a mistake).
-    Done(CliResult),
-    /// A command that runs handlers.
-    Run(Box<Run>),
-}
-
 /// Parses the arguments and collects the registry; runs what needs no
-/// runtime. `Err` holds the exit code when there is nothing more to do.
+/// runtime (descriptors, list, or reporting a mistake). `Err` holds the exit
+/// code when there is nothing more to do.
 fn prepare<I, T>(
     meta: Option<Meta>,
     args: I,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<(Registry, Job), ExitCode>
+) -> Result<(Registry, Box<Run>), ExitCode>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -335,33 +318,36 @@ where
             return Err(ExitCode::FAILURE);
         }
     };
-    let job = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
-        Command::Descriptors { out: dir } => {
-            Job::Done(descriptors(&registry, dir.as_deref(), out, err))
-        }
-        Command::List => Job::Done(list(&registry, out)),
+    let done = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
+        Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
+        Command::List => list(&registry, out),
         #[cfg(feature = "pulsar")]
         Command::Serve(args) => match super::serve::prepare(args) {
-            Ok((options, threads)) => Job::Run(Box::new(Run::Serve(options, threads))),
-            Err(error) => Job::Done(Err(error)),
+            Ok((options, threads)) => {
+                return Ok((registry, Box::new(Run::Serve(options, threads))))
+            }
+            Err(error) => Err(error),
         },
         #[cfg(not(feature = "pulsar"))]
-        Command::Serve { .. } => Job::Done(Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into())),
+        Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
         Command::Call {
             name,
             arguments,
             config,
             user,
             id,
-        } => Job::Run(Box::new(Run::Call(CallArgs {
-            name,
-            arguments,
-            config,
-            user,
-            id,
-        }))),
+        } => {
+            let call = CallArgs {
+                name,
+                arguments,
+                config,
+                user,
+                id,
+            };
+            return Ok((registry, Box::new(Run::Call(call))));
+        }
     };
-    Ok((registry, job))
+    Err(report(done, err))
 }
 
 /// The exit code of a command's result, printing its error.
