@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "==> toolchain: $(rustc --version)" >&2
+echo "==> disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes" >&2
+# A CI build starts from nothing and is never rebuilt: incremental
+# compilation data would only take disk space.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 echo "==> format and lints" >&2
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
