@@ -443,6 +443,10 @@ def render(r):
               f"| 100 `#[tool_service]` functions | {c['annotated']:.2f} |",
               f"| 100 hand-written equivalents (serde structs, dispatcher, descriptor JSON) | {c['hand_written']:.2f} |",
               "", f"Ratio annotated ÷ hand-written: **{c['annotated'] / c['hand_written']:.2f}**.", ""]
+    paired = ROOT / "bench" / "paired.json"
+    if paired.exists():
+        import paired as paired_rounds
+        lines += paired_rounds.render(json.loads(paired.read_text()))
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 //! The tool logic every benchmarked variant runs, so that only the plumbing
-//! differs: an echo tool and the spec's joke tool, registered here as
-//! `#[tool_service]`s (`bench-echo-service`, `bench-joke-service`) and
-//! written by hand in [`hand_written`].
+//! differs: an echo tool, the spec's joke tool and a CPU-bound tool,
+//! registered here as `#[tool_service]`s (`bench-echo-service`,
+//! `bench-joke-service`, `bench-spin-service`) and written by hand in
+//! [`hand_written`].
 
 use serde::{Deserialize, Serialize};
 use tool_service::{tool_service, ToolError};
@@ -10,6 +11,22 @@ use tool_service::{tool_service, ToolError};
 #[tool_service(topic = "bench-echo")]
 pub async fn echo(#[args] args: EchoArgs) -> String {
     args.text
+}
+
+/// Keep the CPU busy for a while, then answer: a handler whose work happens
+/// before its first `.await`, as CPU-bound tools do.
+#[tool_service(topic = "bench-spin")]
+pub async fn spin(#[args] args: SpinArgs) -> String {
+    spin_for(args.micros)
+}
+
+/// Busy-waits `micros` microseconds; says how long.
+pub fn spin_for(micros: u64) -> String {
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_micros(micros) {
+        std::hint::spin_loop();
+    }
+    format!("spun {micros} µs")
 }
 
 /// Tell a joke on a given topic.
@@ -105,6 +122,13 @@ pub struct JokeArgs {
     pub topic: String,
 }
 
+/// The spin tool's arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SpinArgs {
+    /// How long to keep the CPU busy, in microseconds.
+    pub micros: u64,
+}
+
 /// The echo tool's arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct EchoArgs {
@@ -175,7 +199,7 @@ struct Response {
 }
 
 /// The hand-written baseline: what a careful service does for one request
-/// payload with serde_json alone (`kind` is `echo` or `joke`), returning the
+/// payload with serde_json alone (`kind` is `echo`, `joke` or `spin`), returning the
 /// response payload.
 pub fn hand_written(kind: &str, payload: &[u8]) -> Vec<u8> {
     let object = |text: String| {
@@ -191,6 +215,11 @@ pub fn hand_written(kind: &str, payload: &[u8]) -> Vec<u8> {
             let args: EchoArgs =
                 serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
             return Ok(args.text);
+        }
+        if kind == "spin" {
+            let args: SpinArgs =
+                serde_json::from_str(&object(envelope.arguments)).map_err(|e| e.to_string())?;
+            return Ok(spin_for(args.micros));
         }
         let config: JokeConfig =
             serde_json::from_str(&object(envelope.config)).map_err(|e| e.to_string())?;

@@ -326,17 +326,25 @@ pub(crate) async fn publish(
     id: &str,
     payload: Vec<u8>,
 ) -> Result<(), pulsar::Error> {
-    let message = pulsar::producer::Message {
+    let receipt = producer
+        .lock()
+        .await
+        .send_non_blocking(response(id, payload))
+        .await?;
+    receipt.await?;
+    Ok(())
+}
+
+/// A response message: `payload` with the `id` property.
+pub(crate) fn response(id: &str, payload: Vec<u8>) -> pulsar::producer::Message {
+    pulsar::producer::Message {
         payload,
         properties: std::collections::HashMap::from([(
             crate::wire::ID_PROPERTY.to_owned(),
             id.to_owned(),
         )]),
         ..pulsar::producer::Message::default()
-    };
-    let receipt = producer.lock().await.send_non_blocking(message).await?;
-    receipt.await?;
-    Ok(())
+    }
 }
 
 /// The `id` property of a received message.

@@ -2,7 +2,7 @@
 //! flight against a tool service, printing one JSON line of results.
 //!
 //!     loadgen --url pulsar://127.0.0.1:6650 --topic bench-echo --kind echo \
-//!             --in-flight 64 --requests 20000 --warmup 2000
+//!             --in-flight 64 --requests 20000 --warmup 2000 [--spin-us 300]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ async fn run(
     kind: &str,
     in_flight: usize,
     requests: usize,
+    spin_micros: u64,
 ) -> (Vec<Duration>, usize, Duration) {
     let next = AtomicUsize::new(0);
     let started = Instant::now();
@@ -24,13 +25,13 @@ async fn run(
         let mut latencies = Vec::new();
         let mut errors = 0;
         while next.fetch_add(1, Ordering::Relaxed) < requests {
-            let (config, arguments) = if kind == "echo" {
-                (
+            let (config, arguments) = match kind {
+                "echo" => (
                     json!({}),
                     json!({"text": "the quick brown fox jumps over the lazy dog"}),
-                )
-            } else {
-                (json!({"style": "pun"}), json!({"topic": "programming"}))
+                ),
+                "spin" => (json!({}), json!({"micros": spin_micros})),
+                _ => (json!({"style": "pun"}), json!({"topic": "programming"})),
             };
             let sent = Instant::now();
             match client.call(&config, &arguments).await {
@@ -66,6 +67,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let requests: usize = arg("--requests", "2000").parse()?;
     let warmup: usize = arg("--warmup", "200").parse()?;
     let timeout: u64 = arg("--timeout-s", "30").parse()?;
+    // The spin tool's work per request.
+    let spin_micros: u64 = arg("--spin-us", "300").parse()?;
     let pulsar = BrokerOptions::new(url).connect().await?;
     let client = ToolClient::connect(
         &pulsar,
@@ -74,8 +77,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await?
     .with_timeout(Duration::from_secs(timeout));
-    run(&client, &kind, in_flight, warmup).await;
-    let (mut latencies, errors, elapsed) = run(&client, &kind, in_flight, requests).await;
+    run(&client, &kind, in_flight, warmup, spin_micros).await;
+    let (mut latencies, errors, elapsed) =
+        run(&client, &kind, in_flight, requests, spin_micros).await;
     latencies.sort();
     let result = json!({
         "topic": topic,

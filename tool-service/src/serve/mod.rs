@@ -6,6 +6,7 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
+mod gate;
 mod options;
 mod worker;
 
@@ -16,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 pub use options::{
     ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD, DEFAULT_TIMEOUT, RECEIVE_WINDOW,
@@ -304,6 +304,14 @@ impl Serving {
     /// Serves until `shutdown` completes, then lets in-flight requests finish
     /// within the grace period, closes consumers and producers, and reports
     /// per service.
+    ///
+    /// Every service's consumer loop runs inside this future rather than as
+    /// a task of its own: requests that are ready on their first poll are
+    /// answered by the loop, and the others run as tasks on the runtime.
+    /// Awaiting it from `block_on` (as `run()` does) keeps the loops off the
+    /// worker threads; spawning it (`tokio::spawn(serving.run_until(..))`)
+    /// puts all of them in that one task, which is fine for a few services
+    /// and light traffic.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()>,
@@ -317,22 +325,18 @@ impl Serving {
             ..
         } = self;
         let (stop, stopped) = watch::channel(false);
-        let mut running = JoinSet::new();
-        for worker in workers {
+        // Every service's consumer loop runs inside this future, not as a
+        // task: under `run()`, on the thread that drives the runtime, which
+        // leaves the worker threads to the Pulsar client and to handlers.
+        let loops = workers.into_iter().map(|worker| {
             let stopped = stopped.clone();
-            running.spawn(async move { (worker.service.id(), worker.run(stopped, grace).await) });
-        }
+            async move { (worker.service.id(), worker.run(stopped, grace).await) }
+        });
         let collect = async {
-            let mut reports = HashMap::new();
-            while let Some(joined) = running.join_next().await {
-                match joined {
-                    Ok((id, report)) => {
-                        reports.insert(id, report);
-                    }
-                    Err(error) => tracing::error!(%error, "a service worker failed"),
-                }
-            }
-            reports
+            futures_util::future::join_all(loops)
+                .await
+                .into_iter()
+                .collect::<HashMap<_, _>>()
         };
         tokio::pin!(collect);
         tokio::pin!(shutdown);
@@ -384,6 +388,15 @@ async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Compiles only while serving can be spawned on a multi-threaded
+    /// runtime.
+    #[allow(dead_code)]
+    fn serving_is_send(registry: &Registry, options: &ServeOptions, serving: Serving) {
+        fn send<T: Send>(_: T) {}
+        send(serving.run_until(async {}));
+        send(serve(registry, options, async {}));
+    }
 
     #[test]
     fn an_empty_registry_has_nothing_to_serve() {

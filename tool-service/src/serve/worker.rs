@@ -1,22 +1,35 @@
 //! One service's worker: its consumer loop, its requests in flight, and
 //! the producer of its responses.
+//!
+//! A request of a non-streaming service is a future that ends with its one
+//! frame. The loop polls it once where it stands (see [`super::gate`]): if
+//! it is ready, the loop sends the frame at once, with no task. Otherwise it
+//! becomes a task, and the loop sends its frame when the task ends. Either
+//! way the loop owns the producer, keeps the send receipts, and acknowledges
+//! each request when the broker has its answer. A streaming service's
+//! requests are tasks that send their own frames through a shared producer.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
-use pulsar::producer::Producer;
+use pulsar::producer::{Producer, SendFuture};
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use super::gate::Gate;
 use super::{stop_requested, ServeError, ServiceReport};
 use crate::dispatch::{self, FrameSink};
 use crate::log_text::Untrusted;
-use crate::metrics::ServiceMetrics;
+use crate::metrics::{InFlight, ServiceMetrics};
 use crate::wire::{Frame, UNKNOWN_ID};
 use crate::{Service, State, ToolError};
 
@@ -32,6 +45,92 @@ pub(super) struct Limits {
     pub(super) max_message_size: usize,
 }
 
+/// Where a service's responses go out. One per service, so the size of the
+/// owned producer costs nothing, and the hot path needs no indirection.
+#[allow(clippy::large_enum_variant)]
+enum Output {
+    /// Non-streaming services: the loop sends every answer itself.
+    Owned(Producer<TokioExecutor>),
+    /// Streaming services: each request's task sends its frames as they come.
+    Shared(Arc<Mutex<Producer<TokioExecutor>>>),
+}
+
+/// What a request's task ends with.
+enum Done {
+    /// A non-streaming request's answer, for the loop to send.
+    Answer(Answer),
+    /// A streaming request's frames were sent (true: acknowledge it) or not
+    /// (return it to the broker).
+    Settled(RequestMessage, bool),
+}
+
+/// A request and the one frame that answers it.
+struct Answer {
+    message: RequestMessage,
+    id: String,
+    frame: Frame,
+    /// For a request that was handled (not refused): its in-flight gauge and
+    /// when it started. The latency ends when the broker has the answer.
+    timing: Option<(InFlight, Instant)>,
+    span: tracing::Span,
+}
+
+/// An answer the broker has not confirmed yet.
+struct Sent {
+    answer: Answer,
+    /// Whether this is the `send-failed` notice that replaced the answer.
+    notice: bool,
+}
+
+/// The broker's receipt for a [`Sent`] answer.
+struct Receipt {
+    sent: Option<Sent>,
+    receipt: SendFuture,
+}
+
+impl Future for Receipt {
+    type Output = (Sent, Result<(), pulsar::Error>);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        match Pin::new(&mut this.receipt).poll(cx) {
+            Poll::Ready(result) => Poll::Ready((
+                this.sent
+                    .take()
+                    .expect("a receipt is polled until it is ready, not after"),
+                result.map(drop),
+            )),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The requests a worker has taken on: tasks running, and answers awaiting
+/// the broker's receipt. Together they stay within `concurrency`.
+#[derive(Default)]
+struct Busy {
+    tasks: JoinSet<Done>,
+    receipts: FuturesUnordered<Receipt>,
+}
+
+impl Busy {
+    fn len(&self) -> usize {
+        self.tasks.len() + self.receipts.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.receipts.is_empty()
+    }
+}
+
+/// What the loop waits for next.
+enum Event {
+    Stop,
+    Received(Option<Result<RequestMessage, pulsar::Error>>),
+    TaskEnded(Result<Done, tokio::task::JoinError>),
+    Confirmed((Sent, Result<(), pulsar::Error>)),
+}
+
 /// The consumer loop of one service.
 pub(super) struct Worker {
     pub(super) service: Service,
@@ -39,16 +138,16 @@ pub(super) struct Worker {
     state: State,
     concurrency: usize,
     window: usize,
-    timeout: Duration,
+    limits: dispatch::Limits,
     log_payloads: bool,
-    max_message_size: usize,
     metrics: Arc<ServiceMetrics>,
+    gate: Arc<Gate>,
     /// The client, to subscribe again should the request stream end.
     pulsar: Pulsar<TokioExecutor>,
     /// Flow permits of the consumer.
     permits: usize,
     consumer: Consumer<Vec<u8>, TokioExecutor>,
-    producer: Arc<Mutex<Producer<TokioExecutor>>>,
+    output: Output,
 }
 
 impl Worker {
@@ -99,14 +198,20 @@ impl Worker {
             state,
             concurrency,
             window,
-            timeout,
+            limits: dispatch::Limits::default()
+                .with_timeout(timeout)
+                .with_max_message_size(max_message_size),
             log_payloads,
-            max_message_size,
             metrics,
+            gate: Arc::default(),
             pulsar: pulsar.clone(),
             permits,
             consumer,
-            producer: Arc::new(Mutex::new(producer)),
+            output: if service.is_streaming() {
+                Output::Shared(Arc::new(Mutex::new(producer)))
+            } else {
+                Output::Owned(producer)
+            },
         })
     }
 
@@ -116,7 +221,7 @@ impl Worker {
         grace: Duration,
     ) -> ServiceReport {
         let mut report = ServiceReport::default();
-        let mut in_flight: JoinSet<(RequestMessage, bool)> = JoinSet::new();
+        let mut busy = Busy::default();
         // Requests taken from the broker but not started yet. Reading ahead
         // keeps the client library from stalling, which on a non-persistent
         // topic would make the broker drop requests silently.
@@ -124,59 +229,76 @@ impl Worker {
         let window = self.window;
         let persistent = self.service.request_queue().starts_with("persistent://");
         loop {
-            tokio::select! {
+            // A persistent topic keeps what we do not take; a non-persistent
+            // one drops it, so there we always read and answer what does not
+            // fit with an `overloaded` error.
+            let read = !persistent || backlog.len() < window;
+            let event = tokio::select! {
                 biased;
-                _ = stop_requested(&mut stopped) => break,
-                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
-                    self.settle(done, &mut report).await;
-                    self.start_waiting(&mut in_flight, &mut backlog);
+                _ = stop_requested(&mut stopped) => Event::Stop,
+                Some(confirmed) = busy.receipts.next(), if !busy.receipts.is_empty() => Event::Confirmed(confirmed),
+                Some(ended) = busy.tasks.join_next(), if !busy.tasks.is_empty() => Event::TaskEnded(ended),
+                next = self.consumer.next(), if read => Event::Received(next),
+            };
+            match event {
+                Event::Stop => break,
+                Event::Confirmed(confirmed) => {
+                    self.confirmed(confirmed, &mut busy, &mut report).await;
+                    self.start_waiting(&mut busy, &mut backlog, &mut report)
+                        .await;
                 }
-                // A persistent topic keeps what we do not take; a
-                // non-persistent one drops it, so there we always read and
-                // answer what does not fit with an `overloaded` error.
-                next = self.consumer.next(), if !persistent || backlog.len() < window => match next {
-                    Some(Ok(message)) => {
-                        if in_flight.len() < self.concurrency {
-                            self.spawn(&mut in_flight, message, None);
-                        } else if backlog.len() < window {
-                            backlog.push_back(message);
-                        } else {
-                            report.refused += 1;
-                            let error = ToolError::with_type(
-                                ToolError::OVERLOADED,
-                                format!(
-                                    "the service is at capacity ({} requests running, {} waiting); try again later",
-                                    in_flight.len(),
-                                    backlog.len()
-                                ),
-                            );
-                            self.spawn(&mut in_flight, message, Some(error));
+                Event::TaskEnded(ended) => {
+                    self.task_ended(ended, &mut busy, &mut report).await;
+                    self.start_waiting(&mut busy, &mut backlog, &mut report)
+                        .await;
+                }
+                Event::Received(Some(Ok(message))) => {
+                    if busy.len() < self.concurrency {
+                        self.take(message, None, &mut busy, &mut report).await;
+                    } else if backlog.len() < window {
+                        backlog.push_back(message);
+                    } else {
+                        let error = ToolError::with_type(
+                            ToolError::OVERLOADED,
+                            format!(
+                                "the service is at capacity ({} requests running, {} waiting); try again later",
+                                busy.len(),
+                                backlog.len()
+                            ),
+                        );
+                        self.take(message, Some(error), &mut busy, &mut report)
+                            .await;
+                    }
+                }
+                // A message the client cannot decode (a hostile producer's
+                // batch count, an unknown compression) is skipped; the
+                // consumer goes on.
+                Event::Received(Some(Err(error)))
+                    if !crate::pulsar_compat::errors::consumer_lost(&error) =>
+                {
+                    tracing::warn!(service = self.service.id(), error = %Untrusted::text(&error.to_string()), "a request the Pulsar client cannot decode was skipped");
+                }
+                // The client reports a consumer it could not re-create (e.g.
+                // the topic was deleted and could not be created again) as
+                // one error, after which the stream stays silent for good; or
+                // it ends the stream. Either way, subscribe again rather than
+                // fall silent.
+                Event::Received(lost) => {
+                    match lost {
+                        Some(Err(error)) => {
+                            tracing::error!(service = self.service.id(), %error, "the request consumer failed; subscribing again")
                         }
+                        _ => tracing::error!(
+                            service = self.service.id(),
+                            "the request stream ended; subscribing again"
+                        ),
                     }
-                    // A message the client cannot decode (a hostile
-                    // producer's batch count, an unknown compression) is
-                    // skipped; the consumer goes on.
-                    Some(Err(error)) if !crate::pulsar_compat::errors::consumer_lost(&error) => {
-                        tracing::warn!(service = self.service.id(), error = %Untrusted::text(&error.to_string()), "a request the Pulsar client cannot decode was skipped");
+                    if !self.resubscribe(&mut stopped, &mut backlog).await {
+                        break;
                     }
-                    // The client reports a consumer it could not re-create
-                    // (e.g. the topic was deleted and could not be created
-                    // again) as one error, after which the stream stays
-                    // silent for good; or it ends the stream. Either way,
-                    // subscribe again rather than fall silent.
-                    Some(Err(error)) => {
-                        tracing::error!(service = self.service.id(), %error, "the request consumer failed; subscribing again");
-                        if !self.resubscribe(&mut stopped, &mut in_flight, &mut backlog).await {
-                            break;
-                        }
-                    }
-                    None => {
-                        tracing::error!(service = self.service.id(), "the request stream ended; subscribing again");
-                        if !self.resubscribe(&mut stopped, &mut in_flight, &mut backlog).await {
-                            break;
-                        }
-                    }
-                },
+                    self.start_waiting(&mut busy, &mut backlog, &mut report)
+                        .await;
+                }
             }
         }
         // Requests not started are not taken: a persistent topic redelivers
@@ -188,41 +310,52 @@ impl Worker {
                     tracing::warn!(service = self.service.id(), %error, "cannot return a request to the broker");
                 }
             } else {
-                report.refused += 1;
                 let error = ToolError::with_type(
                     ToolError::UNAVAILABLE,
                     "the service is shutting down; try again",
                 );
-                self.spawn(&mut in_flight, message, Some(error));
+                self.take(message, Some(error), &mut busy, &mut report)
+                    .await;
             }
         }
         tracing::info!(
             service = self.service.id(),
-            in_flight = in_flight.len(),
+            in_flight = busy.len(),
             "stopping: finishing in-flight requests"
         );
         let deadline = tokio::time::Instant::now() + grace;
-        while !in_flight.is_empty() {
-            match tokio::time::timeout_at(deadline, in_flight.join_next()).await {
-                Ok(Some(done)) => self.settle(done, &mut report).await,
-                Ok(None) => break,
-                Err(_) => {
-                    report.abandoned = in_flight.len() as u64;
-                    tracing::warn!(
-                        service = self.service.id(),
-                        abandoned = report.abandoned,
-                        "grace period over: abandoning requests still running"
-                    );
-                    in_flight.abort_all();
-                    break;
+        let drained = tokio::time::timeout_at(deadline, async {
+            while !busy.is_empty() {
+                tokio::select! {
+                    Some(confirmed) = busy.receipts.next(), if !busy.receipts.is_empty() => {
+                        self.confirmed(confirmed, &mut busy, &mut report).await;
+                    }
+                    Some(ended) = busy.tasks.join_next(), if !busy.tasks.is_empty() => {
+                        self.task_ended(ended, &mut busy, &mut report).await;
+                    }
                 }
             }
+        })
+        .await;
+        if drained.is_err() {
+            report.abandoned = busy.len() as u64;
+            tracing::warn!(
+                service = self.service.id(),
+                abandoned = report.abandoned,
+                "grace period over: abandoning requests still running"
+            );
+            busy.tasks.abort_all();
         }
+        drop(busy);
         self.metrics.set_running(false);
         if let Err(error) = self.consumer.close().await {
             tracing::debug!(service = self.service.id(), %error, "closing the consumer");
         }
-        if let Err(error) = self.producer.lock().await.close().await {
+        let closed = match &mut self.output {
+            Output::Owned(producer) => producer.close().await,
+            Output::Shared(producer) => producer.lock().await.close().await,
+        };
+        if let Err(error) = closed {
             tracing::debug!(service = self.service.id(), %error, "closing the producer");
         }
         tracing::info!(
@@ -243,7 +376,6 @@ impl Worker {
     async fn resubscribe(
         &mut self,
         stopped: &mut watch::Receiver<bool>,
-        in_flight: &mut JoinSet<(RequestMessage, bool)>,
         backlog: &mut VecDeque<RequestMessage>,
     ) -> bool {
         let mut backoff = Duration::from_millis(100);
@@ -272,121 +404,351 @@ impl Worker {
         // consumer on the broker as it goes.
         drop(old);
         tracing::info!(service = self.service.id(), handed_over, "subscribed again");
-        self.start_waiting(in_flight, backlog);
         true
     }
 
     /// Starts waiting requests while there is room.
-    fn start_waiting(
-        &self,
-        in_flight: &mut JoinSet<(RequestMessage, bool)>,
+    async fn start_waiting(
+        &mut self,
+        busy: &mut Busy,
         backlog: &mut VecDeque<RequestMessage>,
+        report: &mut ServiceReport,
     ) {
-        while in_flight.len() < self.concurrency {
+        while busy.len() < self.concurrency {
             let Some(message) = backlog.pop_front() else {
                 break;
             };
-            self.spawn(in_flight, message, None);
+            self.take(message, None, busy, report).await;
         }
     }
 
-    /// Starts serving one request, or answers it with `refusal` at once.
-    fn spawn(
-        &self,
-        in_flight: &mut JoinSet<(RequestMessage, bool)>,
+    /// Takes on one request: serves it, or answers it with `refusal` at once.
+    async fn take(
+        &mut self,
         message: RequestMessage,
         refusal: Option<ToolError>,
+        busy: &mut Busy,
+        report: &mut ServiceReport,
     ) {
-        let service = self.service;
-        let state = self.state.clone();
-        let producer = Arc::clone(&self.producer);
-        let limits = dispatch::Limits::default()
-            .with_timeout(self.timeout)
-            .with_max_message_size(self.max_message_size);
-        let metrics = Arc::clone(&self.metrics);
-        let log_payloads = self.log_payloads;
+        if self.log_payloads {
+            log_payload(&message.payload.data);
+        }
         let id = crate::broker::message_id(&message)
             .unwrap_or(UNKNOWN_ID)
             .to_owned();
-        let span = tracing::info_span!("request", service = service.id(), request_id = %Untrusted::id(&id));
-        in_flight.spawn(
+        if !answerable(&id, self.limits) {
+            // Even an error frame would carry the id, and not fit:
+            // acknowledged unanswered, or it would come back.
+            self.metrics.oversized();
+            tracing::error!(
+                service = self.service.id(),
+                id_bytes = id.len(),
+                "the request id is too long for any answer to fit the broker's maximum message size; dropping the request"
+            );
+            report.answered += 1;
+            self.ack(&message).await;
+            return;
+        }
+        let span = tracing::info_span!("request", service = self.service.id(), request_id = %Untrusted::id(&id));
+        if let Some(error) = &refusal {
+            report.refused += 1;
+            self.metrics.refused(error.kind());
+        }
+        let producer = match &self.output {
+            Output::Owned(_) => None,
+            Output::Shared(producer) => Some(Arc::clone(producer)),
+        };
+        let Some(producer) = producer else {
+            match refusal {
+                Some(error) => {
+                    let answer = Answer {
+                        message,
+                        id,
+                        frame: Frame::last(Err(error)),
+                        timing: None,
+                        span,
+                    };
+                    self.send(answer, busy, report).await;
+                }
+                None => self.answer(message, id, span, busy, report).await,
+            }
+            return;
+        };
+        let stream = StreamTask {
+            service: self.service,
+            state: self.state.clone(),
+            limits: self.limits,
+            metrics: Arc::clone(&self.metrics),
+            producer,
+        };
+        busy.tasks
+            .spawn(stream.run(message, id, refusal).instrument(span));
+    }
+
+    /// Serves a request of a non-streaming service: polled here first while
+    /// the service's first polls are short, and sent at once if it is ready;
+    /// otherwise run as a task.
+    async fn answer(
+        &mut self,
+        message: RequestMessage,
+        id: String,
+        span: tracing::Span,
+        busy: &mut Busy,
+        report: &mut ServiceReport,
+    ) {
+        let service = self.service;
+        let state = self.state.clone();
+        let limits = self.limits;
+        let timing = (self.metrics.start(), Instant::now());
+        let request_span = span.clone();
+        let mut request = Box::pin(
             async move {
-                if log_payloads {
-                    log_payload(&message.payload.data);
-                }
-                if !answerable(&id, limits) {
-                    // Even an error frame would carry the id, and not fit:
-                    // acknowledged unanswered, or it would come back.
-                    metrics.oversized();
-                    tracing::error!(
-                        id_bytes = id.len(),
-                        "the request id is too long for any answer to fit the broker's maximum message size; dropping the request"
-                    );
-                    return (message, true);
-                }
-                let mut sink = PulsarSink {
-                    producer: &producer,
-                    failed: None,
-                };
-                let result = match refusal {
-                    None => {
-                        let in_flight = metrics.start();
-                        let started = Instant::now();
-                        let result =
-                            dispatch::dispatch_with(service, &state, &id, &message.payload.data, limits, &mut sink)
-                                .await;
-                        if result.is_ok() {
-                            let elapsed = started.elapsed();
-                            // The type only: messages may quote argument values.
-                            tracing::debug!(error = sink.failed.as_deref().map(|kind| tracing::field::debug(Untrusted::text(kind))), ?elapsed, "answered");
-                            if sink.failed.as_deref() == Some(ToolError::RESPONSE_TOO_LARGE) {
-                                metrics.oversized();
-                            }
-                            in_flight.finish(sink.failed.as_deref(), elapsed);
-                        }
-                        result
-                    }
-                    Some(error) => {
-                        metrics.refused(error.kind());
-                        sink.send(&id, Frame::last(Err(error)))
-                            .await
-                            .map(|()| false)
-                    }
-                };
-                let sent = match result {
-                    Ok(_) => true,
-                    Err(error) => {
-                        metrics.send_failed();
-                        tell_send_failure(&id, &error, &mut sink).await
-                    }
-                };
-                (message, sent)
+                let mut last = LastFrame(None);
+                let Ok(_) = dispatch::dispatch_with(
+                    service,
+                    &state,
+                    &id,
+                    &message.payload.data,
+                    limits,
+                    &mut last,
+                )
+                .await;
+                let frame = last.0.unwrap_or_else(|| {
+                    Frame::last(Err(ToolError::new("the service ended without an answer")))
+                });
+                Done::Answer(Answer {
+                    message,
+                    id,
+                    frame,
+                    timing: Some(timing),
+                    span: request_span,
+                })
             }
             .instrument(span),
         );
+        if self.gate.inline() {
+            if let Some(done) = self.gate.poll_once(&mut request) {
+                self.done(done, busy, report).await;
+                return;
+            }
+            busy.tasks.spawn(request);
+        } else {
+            busy.tasks.spawn(self.gate.measure(request));
+        }
     }
 
-    async fn settle(
+    /// Sends an answer, keeping its receipt; a send that fails at once is
+    /// handled as a failed receipt.
+    async fn send(&mut self, answer: Answer, busy: &mut Busy, report: &mut ServiceReport) {
+        self.send_as(answer, false, busy, report).await;
+    }
+
+    async fn send_as(
         &mut self,
-        done: Result<(RequestMessage, bool), tokio::task::JoinError>,
+        answer: Answer,
+        notice: bool,
+        busy: &mut Busy,
         report: &mut ServiceReport,
     ) {
-        match done {
-            Ok((message, true)) => {
-                report.answered += 1;
-                if let Err(error) = self.consumer.ack(&message).await {
-                    tracing::warn!(service = self.service.id(), %error, "cannot acknowledge a request");
-                }
+        let message = crate::broker::response(&answer.id, answer.frame.encode());
+        let sent = match &mut self.output {
+            Output::Owned(producer) => producer.send_non_blocking(message).await,
+            Output::Shared(producer) => producer.lock().await.send_non_blocking(message).await,
+        };
+        match sent {
+            Ok(receipt) => busy.receipts.push(Receipt {
+                sent: Some(Sent { answer, notice }),
+                receipt,
+            }),
+            Err(error) => {
+                Box::pin(self.send_failed(Sent { answer, notice }, &error, busy, report)).await;
             }
-            Ok((message, false)) => {
-                if let Err(error) = self.consumer.nack(&message).await {
-                    tracing::warn!(service = self.service.id(), %error, "cannot negatively acknowledge a request");
-                }
+        }
+    }
+
+    /// The broker has an answer (`Ok`), or it could not be published.
+    async fn confirmed(
+        &mut self,
+        (sent, result): (Sent, Result<(), pulsar::Error>),
+        busy: &mut Busy,
+        report: &mut ServiceReport,
+    ) {
+        if let Err(error) = result {
+            return self.send_failed(sent, &error, busy, report).await;
+        }
+        let Sent { answer, notice } = sent;
+        if let (false, Some((in_flight, started))) = (notice, answer.timing) {
+            let elapsed = started.elapsed();
+            let failed = answer.frame.error.as_ref().map(ToolError::kind);
+            // The type only: messages may quote argument values.
+            answer.span.in_scope(|| {
+                tracing::debug!(
+                    error = failed.map(|kind| tracing::field::debug(Untrusted::text(kind))),
+                    ?elapsed,
+                    "answered"
+                )
+            });
+            if failed == Some(ToolError::RESPONSE_TOO_LARGE) {
+                self.metrics.oversized();
             }
+            in_flight.finish(failed, elapsed);
+        }
+        report.answered += 1;
+        self.ack(&answer.message).await;
+    }
+
+    /// After an answer could not be published: logs it, and tries once to
+    /// end the response with a `send-failed` error frame, so that the caller
+    /// is not left waiting (the request is then acknowledged: answered). When
+    /// that fails too, the broker is unreachable for now, and the request is
+    /// returned to it (redelivered on a persistent topic).
+    async fn send_failed(
+        &mut self,
+        sent: Sent,
+        error: &pulsar::Error,
+        busy: &mut Busy,
+        report: &mut ServiceReport,
+    ) {
+        let cause = crate::pulsar_compat::errors::describe_send_error(error);
+        let Sent { mut answer, notice } = sent;
+        if notice {
+            answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker"));
+            self.nack(&answer.message).await;
+            return;
+        }
+        self.metrics.send_failed();
+        answer.span.in_scope(
+            || tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response"),
+        );
+        answer.timing = None;
+        answer.frame = send_failed_notice(&cause);
+        self.send_as(answer, true, busy, report).await;
+    }
+
+    async fn task_ended(
+        &mut self,
+        ended: Result<Done, tokio::task::JoinError>,
+        busy: &mut Busy,
+        report: &mut ServiceReport,
+    ) {
+        match ended {
+            Ok(done) => self.done(done, busy, report).await,
             Err(error) => {
                 tracing::error!(service = self.service.id(), %error, "a request task failed")
             }
         }
+    }
+
+    async fn done(&mut self, done: Done, busy: &mut Busy, report: &mut ServiceReport) {
+        match done {
+            Done::Answer(answer) => self.send(answer, busy, report).await,
+            Done::Settled(message, true) => {
+                report.answered += 1;
+                self.ack(&message).await;
+            }
+            Done::Settled(message, false) => self.nack(&message).await,
+        }
+    }
+
+    async fn ack(&mut self, message: &RequestMessage) {
+        if let Err(error) = self.consumer.ack(message).await {
+            tracing::warn!(service = self.service.id(), %error, "cannot acknowledge a request");
+        }
+    }
+
+    async fn nack(&mut self, message: &RequestMessage) {
+        if let Err(error) = self.consumer.nack(message).await {
+            tracing::warn!(service = self.service.id(), %error, "cannot negatively acknowledge a request");
+        }
+    }
+}
+
+/// What a streaming request's task needs.
+struct StreamTask {
+    service: Service,
+    state: State,
+    limits: dispatch::Limits,
+    metrics: Arc<ServiceMetrics>,
+    producer: Arc<Mutex<Producer<TokioExecutor>>>,
+}
+
+impl StreamTask {
+    /// Serves the request (or answers it with `refusal`), sending each frame
+    /// as it comes; whether its last frame got out.
+    async fn run(self, message: RequestMessage, id: String, refusal: Option<ToolError>) -> Done {
+        let Self {
+            service,
+            state,
+            limits,
+            metrics,
+            producer,
+        } = self;
+        let mut sink = PulsarSink {
+            producer: &producer,
+            failed: None,
+        };
+        let result = match refusal {
+            None => {
+                let in_flight = metrics.start();
+                let started = Instant::now();
+                let result = dispatch::dispatch_with(
+                    service,
+                    &state,
+                    &id,
+                    &message.payload.data,
+                    limits,
+                    &mut sink,
+                )
+                .await;
+                if result.is_ok() {
+                    let elapsed = started.elapsed();
+                    // The type only: messages may quote argument values.
+                    tracing::debug!(
+                        error = sink
+                            .failed
+                            .as_deref()
+                            .map(|kind| tracing::field::debug(Untrusted::text(kind))),
+                        ?elapsed,
+                        "answered"
+                    );
+                    if sink.failed.as_deref() == Some(ToolError::RESPONSE_TOO_LARGE) {
+                        metrics.oversized();
+                    }
+                    in_flight.finish(sink.failed.as_deref(), elapsed);
+                }
+                result.map(drop)
+            }
+            Some(error) => sink.send(&id, Frame::last(Err(error))).await,
+        };
+        let sent = match result {
+            Ok(()) => true,
+            Err(error) => {
+                metrics.send_failed();
+                let cause = crate::pulsar_compat::errors::describe_send_error(&error);
+                tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response");
+                match sink.send(&id, send_failed_notice(&cause)).await {
+                    Ok(()) => true,
+                    Err(error) => {
+                        let cause = crate::pulsar_compat::errors::describe_send_error(&error);
+                        tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker");
+                        false
+                    }
+                }
+            }
+        };
+        Done::Settled(message, sent)
+    }
+}
+
+/// Keeps the one frame a non-streaming request is answered with.
+struct LastFrame(Option<Frame>);
+
+impl FrameSink for LastFrame {
+    type Error = std::convert::Infallible;
+
+    async fn send(&mut self, _id: &str, frame: Frame) -> Result<(), Self::Error> {
+        self.0 = Some(frame);
+        Ok(())
     }
 }
 
@@ -431,32 +793,18 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
         .is_none_or(|max| id.len() + crate::wire::MESSAGE_OVERHEAD + ERROR_FRAME <= max)
 }
 
-/// After a frame of the answer to `id` could not be published: logs it, and
-/// tries once to end the response with a `send-failed` error frame, so that
-/// the caller is not left waiting. Returns whether that got through (the
-/// request is then acknowledged: answered). When it did not, the broker is
-/// unreachable for now, and the request is returned to it (redelivered on a
-/// persistent topic).
-async fn tell_send_failure(id: &str, error: &pulsar::Error, sink: &mut PulsarSink<'_>) -> bool {
-    let cause = crate::pulsar_compat::errors::describe_send_error(error);
-    tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response");
+/// The error frame that ends a response whose frame could not be
+/// published: what went wrong, and what to change.
+fn send_failed_notice(cause: &str) -> Frame {
     let hint = if cause.contains("maximum message size") {
         "; if a topic policy sets a lower maxMessageSize than the broker, give it to serve with --max-message-size"
     } else {
         ""
     };
-    let notice = Frame::last(Err(ToolError::with_type(
+    Frame::last(Err(ToolError::with_type(
         ToolError::SEND_FAILED,
         format!("the tool's response could not be published: {cause}{hint}"),
-    )));
-    match sink.send(id, notice).await {
-        Ok(()) => true,
-        Err(error) => {
-            let cause = crate::pulsar_compat::errors::describe_send_error(&error);
-            tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker");
-            false
-        }
-    }
+    )))
 }
 
 /// Logs what a request carries (only with `log_payloads`).

@@ -1,0 +1,177 @@
+"""Default `serve` against the hand-written loop, paired round by round.
+
+This machine is noisy, and its noise is bimodal: a single run of each proves
+little. So each round runs the hand-written `pulsar` loop (bench/src/bin/raw.rs)
+and `serve` with its defaults (bench/src/bin/ours.rs) back to back, in an order
+that alternates, and each ratio pairs the two runs of one round. Reported:
+min / median / max of the ratios and how many rounds fell below 0.85x, for
+throughput, service CPU per request (utime + stime from /proc) and p99, plus
+context switches per request.
+
+Two workloads, 64 requests in flight:
+  echo   the framework's own cost: a handler that is ready at once
+  spin   a handler that keeps the CPU busy 300 us before answering, which
+         proves that requests still run in parallel
+
+Written to bench/paired.json; bench/run.py renders it into BENCHMARKS.md.
+Started by `scripts/bench.sh paired` (or as part of `scripts/bench.sh`).
+
+  BENCH_ROUNDS=N     rounds (default 7; 2 with BENCH_QUICK=1)
+  OURS_BEFORE=PATH   also measure another build of bench/src/bin/ours.rs in
+                     every round (e.g. the previous release), as "before"
+"""
+
+import json
+import os
+import pathlib
+import statistics
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import run as common  # noqa: E402
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2" if common.QUICK else "7"))
+BEFORE = os.environ.get("OURS_BEFORE")
+WORKLOADS = {
+    # kind: (requests, warm-up requests)
+    "echo": (5000, 500) if common.QUICK else (40000, 4000),
+    "spin": (1000, 100) if common.QUICK else (4000, 400),
+}
+IN_FLIGHT = 64
+
+
+def context_switches(pid):
+    total = 0
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def start(variant, kind):
+    if variant == "before":
+        t = common.topic(kind)
+        return common.Service([BEFORE, "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
+                               "--no-metrics"], "ready")
+    return common.start(variant, kind)
+
+
+def measure(variant, kind):
+    requests, warmup = WORKLOADS[kind]
+    service = start(variant, kind)
+    try:
+        cpu = common.cpu_seconds(service.pid)
+        switches = context_switches(service.pid)
+        result = common.load(kind, IN_FLIGHT, requests, warmup)
+        total = requests + warmup
+        result["cpu_us_per_request"] = (common.cpu_seconds(service.pid) - cpu) / total * 1e6
+        result["switches_per_request"] = (context_switches(service.pid) - switches) / total
+        return result
+    finally:
+        service.stop()
+
+
+def stats(values):
+    return {
+        "min": min(values),
+        "median": statistics.median(values),
+        "max": max(values),
+        "below_0_85": sum(1 for v in values if v < 0.85),
+    }
+
+
+def main():
+    variants = ["raw", "ours"] + (["before"] if BEFORE else [])
+    print("== warming up the broker", file=sys.stderr, flush=True)
+    common.warm_up_broker()
+    rounds = {kind: [] for kind in WORKLOADS}
+    for r in range(ROUNDS):
+        for kind in WORKLOADS:
+            order = variants if r % 2 == 0 else list(reversed(variants))
+            runs = {}
+            for variant in order:
+                print(f"== round {r + 1}/{ROUNDS}: {kind}/{variant}", file=sys.stderr, flush=True)
+                runs[variant] = measure(variant, kind)
+                print(f"   {runs[variant]['throughput']:,.0f} req/s, p99 {runs[variant]['p99_us']:,.0f} us, "
+                      f"{runs[variant]['cpu_us_per_request']:.1f} us CPU/request", file=sys.stderr, flush=True)
+            rounds[kind].append(runs)
+    summary = {}
+    for kind, runs in rounds.items():
+        summary[kind] = {}
+        for variant in variants:
+            if variant == "raw":
+                continue
+            summary[kind][variant] = {
+                "throughput": stats([run[variant]["throughput"] / run["raw"]["throughput"] for run in runs]),
+                "cpu_per_request": stats([run[variant]["cpu_us_per_request"] / run["raw"]["cpu_us_per_request"]
+                                          for run in runs]),
+                "p99": stats([run[variant]["p99_us"] / run["raw"]["p99_us"] for run in runs]),
+            }
+        summary[kind]["absolute"] = {
+            variant: {
+                key: statistics.median(run[variant][key] for run in runs)
+                for key in ("throughput", "p50_us", "p99_us", "cpu_us_per_request", "switches_per_request")
+            }
+            for variant in variants
+        }
+        summary[kind]["errors"] = sum(run[v]["errors"] for run in runs for v in variants)
+    if BEFORE and "spin" in summary:
+        spin = [run["ours"]["throughput"] / run["before"]["throughput"] for run in rounds["spin"]]
+        summary["spin"]["ours_vs_before_throughput"] = stats(spin)
+    result = {
+        "quick": common.QUICK,
+        "rounds": ROUNDS,
+        "in_flight": IN_FLIGHT,
+        "workloads": {kind: {"requests": r, "warmup": w} for kind, (r, w) in WORKLOADS.items()},
+        "before": BEFORE,
+        "versions": common.versions(),
+        "summary": summary,
+        "runs": rounds,
+    }
+    path = common.ROOT / "bench" / "paired.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    results = common.ROOT / "bench" / "results.json"
+    if results.exists():
+        (common.ROOT / "BENCHMARKS.md").write_text(common.render(json.loads(results.read_text())))
+    print("\n".join(render(result)))
+
+
+def render(p):
+    """The BENCHMARKS.md section for bench/paired.json."""
+    lines = ["## Default `serve` against the hand-written loop, paired", "",
+             f"Generated by `scripts/bench.sh paired` (bench/paired.py → bench/paired.json): {p['rounds']} rounds,",
+             f"{p['in_flight']} requests in flight, the hand-written `pulsar` loop (bench/src/bin/raw.rs) and",
+             "`serve` at its defaults back to back in alternating order; each ratio pairs the two runs of",
+             "one round. `spin` keeps the CPU busy 300 µs per request before answering."
+             + (" `before` is another build of the same binary (`OURS_BEFORE`)." if p.get("before") else ""), "",
+             "| workload | variant | throughput ÷ loop: min / median / max (rounds < 0.85) | CPU per request ÷ loop | p99 ÷ loop |",
+             "|---|---|---|---|---|"]
+
+    def cell(s):
+        return f"{s['min']:.2f} / **{s['median']:.2f}** / {s['max']:.2f} ({s['below_0_85']})"
+
+    for kind, by_variant in p["summary"].items():
+        for variant, s in by_variant.items():
+            if variant in ("absolute", "errors", "ours_vs_before_throughput"):
+                continue
+            lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {cell(s['p99'])} |")
+    lines += ["", "Medians of the runs:", "",
+              "| workload | variant | requests/s | p50 µs | p99 µs | CPU µs / request | context switches / request |",
+              "|---|---|---|---|---|---|---|"]
+    for kind, by_variant in p["summary"].items():
+        for variant, a in by_variant["absolute"].items():
+            lines.append(f"| {kind} | {variant} | {a['throughput']:,.0f} | {a['p50_us']:,.0f} | {a['p99_us']:,.0f} | "
+                         f"{a['cpu_us_per_request']:.1f} | {a['switches_per_request']:.2f} |")
+    spin = p["summary"].get("spin", {}).get("ours_vs_before_throughput")
+    if spin:
+        lines += ["", f"`spin` throughput, ours ÷ before: {cell(spin)}."]
+    lines.append("")
+    return lines
+
+
+if __name__ == "__main__":
+    main()

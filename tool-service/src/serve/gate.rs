@@ -1,0 +1,134 @@
+//! Whether a service's requests are first polled in its consumer loop.
+//!
+//! Most handlers are ready on their first poll: decoding, a lookup, an
+//! encode. Answering those in the loop, without a task, saves a spawn and
+//! the cross-thread wake-ups that come with it. A handler that takes long on
+//! its first poll (CPU work before its first `.await`) would stall the loop,
+//! so the loop keeps a moving average of first-poll times per service and
+//! spawns the requests of a slow service from the start. Spawned requests
+//! measure their first poll too, so the gate opens again when the handler
+//! gets fast.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// First polls longer than this, on average, go to the worker pool.
+pub(super) const INLINE_LIMIT: Duration = Duration::from_micros(50);
+
+/// A service's recent first-poll time: an exponentially weighted moving
+/// average (each new time weighs 1/8).
+#[derive(Debug, Default)]
+pub(super) struct Gate {
+    average_ns: AtomicU64,
+}
+
+impl Gate {
+    /// Whether the next request should be polled in the loop first.
+    pub(super) fn inline(&self) -> bool {
+        self.average_ns.load(Ordering::Relaxed) < INLINE_LIMIT.as_nanos() as u64
+    }
+
+    /// Adds one first-poll time. Updates from the loop and from tasks may
+    /// race; a lost update only delays the average by one sample.
+    pub(super) fn record(&self, took: Duration) {
+        let took = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let old = self.average_ns.load(Ordering::Relaxed);
+        let new = old - old / 8 + took / 8;
+        self.average_ns.store(new, Ordering::Relaxed);
+    }
+
+    /// Polls `future` once, timing the poll for the average.
+    pub(super) fn poll_once<F: Future + Unpin>(&self, future: &mut F) -> Option<F::Output> {
+        let started = Instant::now();
+        let ready = futures_util::FutureExt::now_or_never(future);
+        self.record(started.elapsed());
+        ready
+    }
+
+    /// `future`, timing its first poll for the average (for a request that
+    /// is spawned without an inline poll).
+    pub(super) fn measure<F: Future + Unpin>(self: &Arc<Self>, future: F) -> Measured<F> {
+        Measured {
+            future,
+            gate: Some(Arc::clone(self)),
+        }
+    }
+}
+
+/// A future whose first poll is timed into a [`Gate`].
+pub(super) struct Measured<F> {
+    future: F,
+    gate: Option<Arc<Gate>>,
+}
+
+impl<F: Future + Unpin> Future for Measured<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        match this.gate.take() {
+            Some(gate) => {
+                let started = Instant::now();
+                let polled = Pin::new(&mut this.future).poll(cx);
+                gate.record(started.elapsed());
+                polled
+            }
+            None => Pin::new(&mut this.future).poll(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_closes_for_slow_first_polls_and_opens_again() {
+        let gate = Gate::default();
+        assert!(gate.inline(), "a new service is polled inline");
+        let mut slow = 0;
+        while gate.inline() {
+            gate.record(Duration::from_micros(300));
+            slow += 1;
+        }
+        // A handler spinning 300 µs closes the gate within a few requests.
+        assert!(slow <= 3, "{slow}");
+        let mut fast = 0;
+        while !gate.inline() {
+            gate.record(Duration::from_micros(2));
+            fast += 1;
+        }
+        assert!((1..=30).contains(&fast), "{fast}");
+    }
+
+    #[test]
+    fn poll_once_returns_what_is_ready_and_leaves_the_rest() {
+        let gate = Gate::default();
+        assert_eq!(gate.poll_once(&mut std::future::ready(7)), Some(7));
+        let mut pending = std::future::pending::<()>();
+        assert_eq!(gate.poll_once(&mut pending), None);
+    }
+
+    #[tokio::test]
+    async fn a_measured_future_records_its_first_poll_only() {
+        let gate = Arc::new(Gate::default());
+        let spin = Box::pin(async {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(2) {}
+            tokio::task::yield_now().await;
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(50) {}
+        });
+        gate.measure(spin).await;
+        let average = gate.average_ns.load(Ordering::Relaxed);
+        // One eighth of the first poll (about 2 ms), not of the second (50 ms).
+        assert!(
+            (200_000..2_000_000).contains(&average),
+            "{average} ns recorded"
+        );
+    }
+}
