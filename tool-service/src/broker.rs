@@ -255,6 +255,37 @@ pub(crate) fn describe(error: &pulsar::Error) -> String {
     }
 }
 
+/// Keeps TCP_NODELAY on this process's connections to the brokers that
+/// [`BrokerOptions::connect`] reached, while the returned guard lives: set
+/// now on every such connection, then every second, so that connections the
+/// client opens later (for a topic lookup, after a reconnect) get it too.
+/// `serve` and [`crate::client::ToolClient`] hold one already; a consumer or
+/// producer built by hand on the client needs one, or its small messages
+/// may wait up to 40 ms each for Nagle's algorithm.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
+/// use tool_service::broker::{keep_nodelay, BrokerOptions};
+///
+/// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
+/// let producer = pulsar.producer().with_topic("non-persistent://tg/response/joke").build().await?;
+/// let _nodelay = keep_nodelay(); // held while the producer is used
+/// # drop(producer); Ok(()) }
+/// ```
+pub fn keep_nodelay() -> NoDelay {
+    crate::pulsar_compat::nodelay::apply();
+    NoDelay {
+        _ticker: crate::pulsar_compat::nodelay::keep_applying(),
+    }
+}
+
+/// Keeps TCP_NODELAY applied while it lives; see [`keep_nodelay`].
+#[derive(Debug)]
+#[must_use = "TCP_NODELAY is kept only while the guard lives"]
+pub struct NoDelay {
+    _ticker: crate::pulsar_compat::nodelay::Ticker,
+}
+
 /// Forwards the Pulsar client's warnings and errors (it logs through the
 /// `log` crate) into `tracing`. Lower levels stay off: the client's trace
 /// output would include the authentication token. Does nothing if the

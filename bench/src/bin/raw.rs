@@ -2,8 +2,9 @@
 //! framework. Consume a request, decode it with serde_json, produce the
 //! response with the `id` property, ack once the broker has it. Sends are
 //! pipelined (up to 1,000 awaiting the broker), as a careful hand-written
-//! service would do. It connects with `BrokerOptions::connect` so that, like
-//! every variant, its broker connection has TCP_NODELAY.
+//! service would do. It connects with `BrokerOptions::connect` and holds
+//! `broker::keep_nodelay()` so that, like every variant, its broker
+//! connections have TCP_NODELAY.
 //!
 //!     raw --url pulsar://127.0.0.1:6650 --topic bench-echo --kind echo
 
@@ -42,6 +43,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .build()
         .await?;
+    // The client may have opened connections of its own for the topic
+    // lookups: TCP_NODELAY on those too, as every variant has.
+    let _nodelay = tool_service::broker::keep_nodelay();
     eprintln!("raw {kind} loop ready");
     let mut pending = FuturesUnordered::new();
     loop {

@@ -580,14 +580,16 @@ impl Worker {
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
             let failed = answer.frame.error.as_ref().map(ToolError::kind);
-            // The type only: messages may quote argument values.
-            answer.span.in_scope(|| {
-                tracing::debug!(
-                    error = failed.map(|kind| tracing::field::debug(Untrusted::text(kind))),
-                    ?elapsed,
-                    "answered"
-                )
-            });
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                // The type only: messages may quote argument values.
+                answer.span.in_scope(|| {
+                    tracing::debug!(
+                        error = failed.map(|kind| tracing::field::debug(Untrusted::text(kind))),
+                        ?elapsed,
+                        "answered"
+                    )
+                });
+            }
             if failed == Some(ToolError::RESPONSE_TOO_LARGE) {
                 self.metrics.oversized();
             }
