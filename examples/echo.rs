@@ -1,8 +1,9 @@
-//! Four small services in one binary: `echo` (optionally slow), `whoami`,
-//! which says which replica answered, `wait`, which gives up after its
-//! timeout, and `blob`, which returns (or streams) as many bytes as asked.
-//! Handy to try `serve`, scaling out, timeouts, graceful shutdown and the
-//! broker's maximum message size.
+//! Five small services in one binary: `echo` (optionally slow), the same on
+//! persistent topics (`durable-echo`), `whoami`, which says which replica
+//! answered, `wait`, which gives up after its timeout, and `blob`, which
+//! returns (or streams) as many bytes as asked. Handy to try `serve`, scaling
+//! out, redelivery, timeouts, graceful shutdown and the broker's maximum
+//! message size.
 //!
 //! ```text
 //! cargo run --example echo -- serve
@@ -26,6 +27,21 @@ pub async fn echo(text: String, delay_ms: Option<u64>) -> String {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     text
+}
+
+/// Echo the text back, on persistent topics: a request that a replica took
+/// but never answered (it was killed) is delivered again, to another replica.
+///
+/// # Arguments
+/// * `text` - The text to send back.
+/// * `delay_ms` - Wait this many milliseconds first (default 0).
+#[tool_service(
+    topic = "durable-echo",
+    request_queue = "persistent://tg/request/durable-echo",
+    response_queue = "persistent://tg/response/durable-echo"
+)]
+pub async fn durable_echo(text: String, delay_ms: Option<u64>) -> String {
+    echo(text, delay_ms).await
 }
 
 /// Who asked, and which replica answered.

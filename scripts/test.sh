@@ -34,6 +34,11 @@ for crate in "tool-service --no-default-features" library-tools; do
   fi
 done
 
+# The fuzz targets build (their invariants run on the seeds in
+# tests/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
+echo "==> fuzz targets" >&2
+cargo check --manifest-path fuzz/Cargo.toml --locked --bins
+
 echo "==> packages of tool-service-macros and tool-service" >&2
 scripts/package.sh
 echo "==> MSRV" >&2

@@ -286,6 +286,7 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
     let tools = tree["tool"].as_object().unwrap();
     for id in [
         "echo-service",
+        "durable-echo-service",
         "whoami-service",
         "wait-service",
         "blob-service",
@@ -304,7 +305,7 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
         .unwrap();
         assert_eq!(&file, tool, "{name}");
     }
-    assert_eq!(tools.len(), 4, "{tree}");
+    assert_eq!(tools.len(), 5, "{tree}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

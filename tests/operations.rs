@@ -44,14 +44,19 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
         "{late:?}"
     );
 
-    // One slow request in flight while scraping.
+    // One slow request in flight while scraping: scraped until the gauge
+    // shows it (the request takes 1.5 s; its timeout is 2 s).
     let (no_config, slow_arguments) = (json!({}), json!({"ms": 1500}));
     let slow = wait.call(&no_config, &slow_arguments);
+    let in_flight = r#"tg_tool_service_in_flight{processor="wait-service"} 1"#;
     let scraped = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        tokio::task::spawn_blocking(move || scrape(port))
-            .await
-            .unwrap()
+        let mut scraped = (String::new(), String::new());
+        support::wait_until("the slow request in flight", Duration::from_secs(1), || {
+            scraped = scrape(port);
+            scraped.1.lines().any(|line| line == in_flight)
+        })
+        .await;
+        scraped
     };
     let (answer, (status, body)) = tokio::join!(slow, scraped);
     assert_eq!(answer.unwrap(), "waited 1500 ms");

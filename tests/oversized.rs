@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{RawTopic, Replica};
+use support::{admin, RawTopic, Replica};
 use tool_service::client::CallError;
 use tool_service::wire::{Frame, Request, DEFAULT_MAX_MESSAGE_SIZE};
 use tool_service::{tool_service, ToolError};
@@ -298,7 +298,7 @@ async fn a_frame_the_broker_refuses_fails_that_request_only() {
     // A topic policy below the broker's limit: the handshake cannot see it,
     // so the broker refuses the frame itself.
     let policy = "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize";
-    assert_admin("POST", policy, "10000");
+    support::assert_admin("POST", policy, "10000");
     // Topic policies are applied asynchronously: wait until the broker
     // reports it.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -361,56 +361,12 @@ async fn resubscribed_echo(text: String) -> String {
     text
 }
 
-/// A request to the broker's admin API: the status line and the body.
-fn admin(method: &str, path: &str, body: &str) -> (String, String) {
-    use std::io::{Read, Write};
-    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
-        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
-    // HTTP/1.0: the body comes whole, not in chunks.
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (
-        head.lines().next().unwrap_or_default().to_owned(),
-        body.to_owned(),
-    )
-}
-
-/// An admin request that must succeed (or find its object there already).
-/// A server error is retried for a while: a broker that has just started,
-/// or is still closing what a forced delete fenced, answers 500 at times.
-fn assert_admin(method: &str, path: &str, body: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, answer) = admin(method, path, body);
-        if [" 200", " 204", " 409"]
-            .iter()
-            .any(|ok| status.contains(ok))
-        {
-            return;
-        }
-        assert!(
-            status.contains(" 5") && Instant::now() < deadline,
-            "{method} {path}: {status}: {answer}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_the_client_cannot_recreate_is_replaced() {
     const NAMESPACE: &str = "/admin/v2/namespaces/tg/it-resubscribe";
     const CREATE: &str = r#"{"allowAutoTopicCreation": true, "topicType": "non-partitioned"}"#;
-    assert_admin("PUT", NAMESPACE, "");
-    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
+    support::assert_admin("PUT", NAMESPACE, "");
+    support::assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
     let serving = support::InProcess::start(&["it-resubscribe-service"]).await;
     let pulsar = support::connect().await;
     let client = tool_service::client::ToolClient::connect(
@@ -432,14 +388,14 @@ async fn a_consumer_the_client_cannot_recreate_is_replaced() {
     // The request topic disappears and cannot come back for a while: the
     // client's own attempt to re-create the consumer fails.
     let no_create = r#"{"allowAutoTopicCreation": false}"#;
-    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), no_create);
-    assert_admin(
+    support::assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), no_create);
+    support::assert_admin(
         "DELETE",
         "/admin/v2/non-persistent/tg/it-resubscribe/request?force=true",
         "",
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
+    support::assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
 
     // The service subscribes again and answers.
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -146,3 +146,63 @@ async fn a_hanging_handler_is_answered_timeout_and_frees_its_slot() {
         .expect("the next request is served");
     assert_eq!(answer, "waited 1 ms");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_a_killed_replica_held_are_redelivered_and_answered_once() {
+    const REQUESTS: usize = 40;
+    let port = support::free_port();
+    let port_text = port.to_string();
+    let doomed = Replica::start(
+        "echo",
+        &[
+            "--only",
+            "durable-echo-service",
+            "--metrics-port",
+            &port_text,
+        ],
+    );
+    let survivor = Replica::start("echo", &["--only", "durable-echo-service"]);
+    // A second subscription sees every response frame, to count them by id.
+    let mut watch = support::RawTopic::open("persistent", "durable-echo").await;
+    let client = support::client("persistent", "durable-echo").await;
+    let calls = (0..REQUESTS).map(|n| {
+        let client = &client;
+        async move {
+            let text = format!("durable {n}");
+            let answer = client
+                .call(&json!({}), &json!({"text": text, "delay_ms": 2000}))
+                .await;
+            (text, answer)
+        }
+    });
+    // Killed while it holds requests it has not answered (each takes 2 s).
+    let kill = async {
+        let in_flight = r#"tg_tool_service_in_flight{processor="durable-echo-service"}"#;
+        support::wait_until(
+            "the doomed replica holds requests",
+            Duration::from_secs(30),
+            || {
+                support::scrape(port).1.lines().any(|line| {
+                    line.strip_prefix(in_flight)
+                        .and_then(|value| value.trim().parse::<f64>().ok())
+                        .is_some_and(|value| value >= 1.0)
+                })
+            },
+        )
+        .await;
+        doomed.signal("KILL");
+    };
+    let (answers, ()) = tokio::join!(futures_util::future::join_all(calls), kill);
+    for (text, answer) in answers {
+        assert_eq!(answer.expect("every request is answered"), text);
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    while seen.values().sum::<usize>() < REQUESTS {
+        let (id, frame) = watch.receive().await;
+        assert!(frame.end_of_stream && frame.error.is_none(), "{frame:?}");
+        *seen.entry(id.unwrap()).or_default() += 1;
+    }
+    assert_eq!(seen.len(), REQUESTS, "every id answered");
+    watch.assert_quiet("the last answer").await;
+    drop(survivor);
+}

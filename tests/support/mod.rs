@@ -351,6 +351,78 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A request to the broker's admin API: the status line and the body.
+pub fn admin(method: &str, path: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
+        .expect("connect to the broker's admin port (PULSAR_HTTP_PORT, default 8080)");
+    // HTTP/1.0: the body comes whole, not in chunks.
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// An admin request that must succeed (or find its object there already).
+/// A server error is retried for a while: a broker that has just started,
+/// or is still closing what a forced delete fenced, answers 500 at times.
+pub fn assert_admin(method: &str, path: &str, body: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, answer) = admin(method, path, body);
+        if [" 200", " 204", " 409"]
+            .iter()
+            .any(|ok| status.contains(ok))
+        {
+            return;
+        }
+        assert!(
+            status.contains(" 5") && std::time::Instant::now() < deadline,
+            "{method} {path}: {status}: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// How many messages the broker has delivered to `subscription` of `topic`
+/// (`non-persistent://…` or `persistent://…`): 0 while the topic or the
+/// subscription does not exist yet.
+pub fn delivered(topic: &str, subscription: &str) -> u64 {
+    let path = format!("/admin/v2/{}/stats", topic.replacen("://", "/", 1));
+    let (status, body) = admin("GET", &path, "");
+    if !status.contains(" 200") {
+        return 0;
+    }
+    let stats: serde_json::Value = serde_json::from_str(&body).expect("topic stats are JSON");
+    stats["subscriptions"][subscription]["msgOutCounter"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// Polls `ready` every 20 ms until it holds; panics with `what` after
+/// `timeout`.
+pub async fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `GET /metrics` on the local `port`: the status line and the body.
 pub fn scrape(port: u16) -> (String, String) {
     use std::io::{Read, Write};

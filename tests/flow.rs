@@ -1,0 +1,235 @@
+//! How many requests `serve` takes on, and what happens to them at shutdown:
+//! `concurrency` is a bound, a persistent topic keeps what a replica has no
+//! room for, queued requests are refused `unavailable` at shutdown, and the
+//! grace period abandons what still runs. Every wait is on an event or on
+//! state the broker or the service reports, never a fixed sleep. Needs a
+//! broker: `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::{Notify, Semaphore};
+use tool_service::client::CallError;
+use tool_service::tool_service;
+
+static GAUGE_RUNNING: AtomicUsize = AtomicUsize::new(0);
+static GAUGE_MOST: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes a while, counting how many requests run at once.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(topic = "it-flow-gauge", concurrency = 3)]
+async fn it_flow_gauge(n: u32) -> String {
+    let now = GAUGE_RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+    GAUGE_MOST.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    GAUGE_RUNNING.fetch_sub(1, Ordering::SeqCst);
+    n.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_bounds_the_requests_running_at_once() {
+    let _served = support::InProcess::start(&["it-flow-gauge-service"]).await;
+    let client = support::client("non-persistent", "it-flow-gauge").await;
+    let calls = (0..12).map(|n| {
+        let client = &client;
+        async move { (n, client.call(&json!({}), &json!({"n": n})).await) }
+    });
+    for (n, answer) in futures_util::future::join_all(calls).await {
+        assert_eq!(answer.unwrap(), n.to_string());
+    }
+    assert_eq!(
+        GAUGE_MOST.load(Ordering::SeqCst),
+        3,
+        "12 requests at once on a service of concurrency 3"
+    );
+}
+
+/// Slow, on persistent topics.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(
+    topic = "it-flow-durable",
+    request_queue = "persistent://tg/request/it-flow-durable",
+    response_queue = "persistent://tg/response/it-flow-durable",
+    concurrency = 1
+)]
+async fn it_flow_durable(n: u32) -> String {
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    n.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_topic_keeps_what_the_replica_has_no_room_for() {
+    // One running, one waiting: on a non-persistent topic the rest of a burst
+    // is refused `overloaded` (transport.rs); here the broker keeps it.
+    let _served = support::InProcess::start_with(&["it-flow-durable-service"], |options| {
+        options.receive_window = Some(1);
+    })
+    .await;
+    let client = support::client("persistent", "it-flow-durable").await;
+    let calls = (0..10).map(|n| {
+        let client = &client;
+        async move { (n, client.call(&json!({}), &json!({"n": n})).await) }
+    });
+    for (n, answer) in futures_util::future::join_all(calls).await {
+        assert_eq!(
+            answer.expect("every request of the burst is served"),
+            n.to_string()
+        );
+    }
+}
+
+static HOLD_STARTED: Notify = Notify::const_new();
+static HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
+
+/// Runs until the test lets it finish.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(topic = "it-flow-hold", concurrency = 1)]
+async fn it_flow_hold(n: u32) -> String {
+    HOLD_STARTED.notify_one();
+    HOLD_RELEASE
+        .acquire()
+        .await
+        .expect("the semaphore stays open")
+        .forget();
+    n.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_shutdown_queued_requests_are_refused_and_the_running_one_finishes() {
+    let served = support::InProcess::start(&["it-flow-hold-service"]).await;
+    let client = Arc::new(support::client("non-persistent", "it-flow-hold").await);
+    let call = |n: u32| {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move { client.call(&json!({}), &json!({"n": n})).await })
+    };
+    let running = call(0);
+    tokio::time::timeout(Duration::from_secs(30), HOLD_STARTED.notified())
+        .await
+        .expect("the first request starts");
+    let queued: Vec<_> = (1..=3).map(call).collect();
+    // All four are with the service: one running, three waiting for its slot.
+    support::wait_until(
+        "the broker delivers the three queued requests",
+        Duration::from_secs(30),
+        || {
+            support::delivered(
+                "non-persistent://tg/request/it-flow-hold",
+                "it-flow-hold-service-request",
+            ) >= 4
+        },
+    )
+    .await;
+    let stopping = tokio::spawn(served.stop());
+    for answer in queued {
+        match answer.await.unwrap() {
+            Err(CallError::Tool(error)) => {
+                assert_eq!(error.kind(), "unavailable", "{error:?}");
+                assert_eq!(error.message(), "the service is shutting down; try again");
+            }
+            other => panic!("a queued request at shutdown: {other:?}"),
+        }
+    }
+    // The running request still finishes and is answered, within the grace
+    // period.
+    HOLD_RELEASE.add_permits(1);
+    assert_eq!(running.await.unwrap().unwrap(), "0");
+    let report = stopping.await.unwrap()["it-flow-hold-service"];
+    assert_eq!(
+        (report.answered, report.refused, report.abandoned),
+        (4, 3, 0)
+    );
+}
+
+static STUCK_STARTED: Notify = Notify::const_new();
+
+/// Never finishes.
+#[tool_service(topic = "it-flow-stuck")]
+async fn it_flow_stuck() -> String {
+    STUCK_STARTED.notify_one();
+    std::future::pending().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grace_period_abandons_what_still_runs() {
+    let served = support::InProcess::start_with(&["it-flow-stuck-service"], |options| {
+        options.grace_period = Duration::from_millis(300);
+    })
+    .await;
+    let client = support::client_on(
+        &tool_service::broker::BrokerOptions::new(support::require_broker()),
+        "non-persistent",
+        "it-flow-stuck",
+        Duration::from_secs(3),
+    )
+    .await;
+    let nothing = json!({});
+    let call = client.call(&nothing, &nothing);
+    let stop = async {
+        tokio::time::timeout(Duration::from_secs(30), STUCK_STARTED.notified())
+            .await
+            .expect("the request starts");
+        tokio::time::timeout(Duration::from_secs(10), served.stop())
+            .await
+            .expect("the grace period bounds the stop")
+    };
+    let (answer, reports) = tokio::join!(call, stop);
+    let report = reports["it-flow-stuck-service"];
+    assert_eq!((report.answered, report.abandoned), (0, 1));
+    // Abandoned: not answered (and, on a persistent topic, not acknowledged).
+    assert!(matches!(answer, Err(CallError::Timeout(_))), "{answer:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exits_1_when_the_grace_period_abandons_a_request() {
+    let port = support::free_port();
+    let port_text = port.to_string();
+    let replica = support::Replica::start(
+        "echo",
+        &[
+            "--only",
+            "wait-service",
+            "--timeout",
+            "wait-service=10m",
+            "--grace-period",
+            "1",
+            "--metrics-port",
+            &port_text,
+        ],
+    );
+    let client = support::client("non-persistent", "wait").await;
+    let call = tokio::spawn(async move { client.call(&json!({}), &json!({"ms": 600_000})).await });
+    let in_flight = r#"tg_tool_service_in_flight{processor="wait-service"} 1"#;
+    support::wait_until("the request runs", Duration::from_secs(30), || {
+        support::scrape(port)
+            .1
+            .lines()
+            .any(|line| line == in_flight)
+    })
+    .await;
+    replica.signal("TERM");
+    let (status, lines) = tokio::task::spawn_blocking(move || replica.wait_exit())
+        .await
+        .unwrap();
+    call.abort();
+    assert_eq!(status.code(), Some(1), "{}", lines.join("\n"));
+    for expected in [
+        "grace period over: abandoning requests still running",
+        "1 requests were still running when the grace period ended",
+    ] {
+        assert!(
+            lines.iter().any(|line| line.contains(expected)),
+            "no line with {expected:?} in\n{}",
+            lines.join("\n")
+        );
+    }
+}
