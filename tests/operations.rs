@@ -92,13 +92,14 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
         &format!("tg_consumer_request_duration_seconds_count{{{consumer}}}"),
         5.0,
     );
-    // The timeout took 2 s: above the 1 s bucket, within 2.5 s.
+    // The timeout took 2 s: above the 1 s bucket (the other four took
+    // milliseconds); within 5 s even on a busy machine.
     expect(
         &format!(r#"tg_consumer_request_duration_seconds_bucket{{{consumer},le="1"}}"#),
         4.0,
     );
     expect(
-        &format!(r#"tg_consumer_request_duration_seconds_bucket{{{consumer},le="2.5"}}"#),
+        &format!(r#"tg_consumer_request_duration_seconds_bucket{{{consumer},le="5"}}"#),
         5.0,
     );
     expect(

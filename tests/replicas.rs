@@ -47,7 +47,19 @@ async fn two_replicas_on_one_subscription_split_the_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_in_flight_requests_finish_and_answer() {
     const REQUESTS: usize = 20;
-    let mut replica = Replica::start("echo", &["--only", "echo-service", "--grace-period", "20"]);
+    let port = support::free_port();
+    let port_text = port.to_string();
+    let mut replica = Replica::start(
+        "echo",
+        &[
+            "--only",
+            "echo-service",
+            "--grace-period",
+            "20",
+            "--metrics-port",
+            &port_text,
+        ],
+    );
     let client = client("echo").await;
     let calls = (0..REQUESTS).map(|n| {
         let client = &client;
@@ -61,10 +73,18 @@ async fn sigterm_lets_in_flight_requests_finish_and_answer() {
     });
     let all = futures_util::future::join_all(calls);
     tokio::pin!(all);
-    // Let every request reach the handler, then ask the replica to stop.
+    // Once every request is in its handler (1.5 s each), ask the replica to
+    // stop.
+    let in_flight = format!(r#"tg_tool_service_in_flight{{processor="echo-service"}} {REQUESTS}"#);
+    let all_running = support::wait_until("every request running", Duration::from_secs(30), || {
+        support::scrape(port)
+            .1
+            .lines()
+            .any(|line| line == in_flight)
+    });
     let answers = tokio::select! {
-        answers = &mut all => answers,
-        _ = tokio::time::sleep(Duration::from_millis(600)) => {
+        answers = &mut all => panic!("answered before the stop: {answers:?}"),
+        () = all_running => {
             replica.signal("TERM");
             all.await
         }
