@@ -233,3 +233,122 @@ async fn serve_exits_1_when_the_grace_period_abandons_a_request() {
         );
     }
 }
+
+static DURABLE_HOLD_STARTED: Notify = Notify::const_new();
+static DURABLE_HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
+
+/// Runs until the test lets it finish, on persistent topics.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(
+    topic = "it-flow-durable-hold",
+    request_queue = "persistent://tg/request/it-flow-durable-hold",
+    response_queue = "persistent://tg/response/it-flow-durable-hold",
+    concurrency = 1
+)]
+async fn it_flow_durable_hold(n: u32) -> String {
+    DURABLE_HOLD_STARTED.notify_one();
+    DURABLE_HOLD_RELEASE
+        .acquire()
+        .await
+        .expect("the semaphore stays open")
+        .forget();
+    n.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker() {
+    const ID: &str = "it-flow-durable-hold-service";
+    let served = support::InProcess::start(&[ID]).await;
+    let client = Arc::new(support::client("persistent", "it-flow-durable-hold").await);
+    let call = |n: u32| {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move { client.call(&json!({}), &json!({"n": n})).await })
+    };
+    let running = call(0);
+    tokio::time::timeout(Duration::from_secs(30), DURABLE_HOLD_STARTED.notified())
+        .await
+        .expect("the first request starts");
+    let queued: Vec<_> = (1..=3).map(call).collect();
+    let before = support::delivered(
+        "persistent://tg/request/it-flow-durable-hold",
+        &format!("{ID}-request"),
+    );
+    support::wait_until(
+        "the broker delivers the three queued requests",
+        Duration::from_secs(30),
+        || {
+            support::delivered(
+                "persistent://tg/request/it-flow-durable-hold",
+                &format!("{ID}-request"),
+            ) >= before.max(4)
+        },
+    )
+    .await;
+    // The running request finishes within the grace period; the queued ones
+    // are returned to the broker, not answered.
+    let stopping = tokio::spawn(served.stop());
+    DURABLE_HOLD_RELEASE.add_permits(1);
+    assert_eq!(running.await.unwrap().unwrap(), "0");
+    let report = stopping.await.unwrap()[ID];
+    assert_eq!(
+        (report.answered, report.refused, report.abandoned),
+        (1, 0, 0)
+    );
+    assert!(queued.iter().all(|call| !call.is_finished()));
+    // The next replica (here: the same service started again) gets them.
+    let _again = support::InProcess::start(&[ID]).await;
+    DURABLE_HOLD_RELEASE.add_permits(3);
+    for (n, answer) in (1..=3).zip(queued) {
+        assert_eq!(answer.await.unwrap().unwrap(), n.to_string());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receive_window_and_worker_threads_from_the_command_line() {
+    // One running and two waiting: of a burst of eight slow requests, the
+    // rest is refused at once. One worker thread serves them all.
+    let replica = support::Replica::start(
+        "echo",
+        &[
+            "--only",
+            "wait-service",
+            "--concurrency",
+            "1",
+            "--receive-window",
+            "2",
+            "--worker-threads",
+            "1",
+        ],
+    );
+    let started = replica.lines_so_far();
+    assert!(
+        started.iter().any(|line| line.contains("worker_threads=1")),
+        "--worker-threads 1: {started:?}"
+    );
+    let client = support::client("non-persistent", "wait").await;
+    let calls = (0..8).map(|_| {
+        let client = &client;
+        async move { client.call(&json!({}), &json!({"ms": 300})).await }
+    });
+    let (mut served, mut refused) = (0, 0);
+    for answer in futures_util::future::join_all(calls).await {
+        match answer {
+            Ok(text) => {
+                assert_eq!(text, "waited 300 ms");
+                served += 1;
+            }
+            Err(CallError::Tool(error)) if error.kind() == "overloaded" => refused += 1,
+            Err(other) => panic!("not answered: {other}"),
+        }
+    }
+    assert!(
+        served >= 3,
+        "one running and two waiting are served: {served}"
+    );
+    assert!(refused >= 1, "the rest is refused at once: {refused}");
+    assert_eq!(served + refused, 8);
+    let (status, _) = replica.finish();
+    assert!(status.success());
+}

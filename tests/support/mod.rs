@@ -228,6 +228,11 @@ impl Replica {
         }
     }
 
+    /// The log lines read so far (by `start` and `wait_for_log`).
+    pub fn lines_so_far(&self) -> Vec<String> {
+        self.read.lock().unwrap().clone()
+    }
+
     /// Sends SIGTERM, waits for the exit and returns every log line of the
     /// replica's life, start-up included.
     pub fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {

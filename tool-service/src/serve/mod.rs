@@ -279,7 +279,11 @@ impl Serving {
                 .await?,
             );
         }
-        tracing::info!(services = workers.len(), "ready");
+        tracing::info!(
+            services = workers.len(),
+            worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
+            "ready"
+        );
         Ok(Self {
             workers,
             grace_period: options.grace_period,
