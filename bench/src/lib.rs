@@ -247,3 +247,41 @@ pub fn hand_written(kind: &str, payload: &[u8]) -> Vec<u8> {
     };
     serde_json::to_vec(&response).expect("a response of strings encodes")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the benchmarks compare is the same work: both paths answer each
+    /// request with the same bytes.
+    #[tokio::test]
+    async fn dispatch_and_the_hand_written_path_answer_with_the_same_bytes() {
+        let registry = tool_service::Registry::collect().expect("a valid registry");
+        let cases: [(&str, &[u8]); 5] = [
+            ("joke", JOKE_REQUEST),
+            (
+                "joke",
+                br#"{"config": "{}", "arguments": "{\"topic\": \"\"}"}"#,
+            ),
+            (
+                "echo",
+                br#"{"config": "", "arguments": "{\"text\": \"hi\"}"}"#,
+            ),
+            ("echo", br#"{"arguments": "{\"text\": \"\\u00e9\\n\"}"}"#),
+            ("spin", br#"{"arguments": "{\"micros\": 5}"}"#),
+        ];
+        let mut frames = Vec::new();
+        for (kind, payload) in cases {
+            let service = registry
+                .service(&format!("bench-{kind}-service"))
+                .expect("a bench service");
+            let ours = through_dispatch(service, payload, &mut frames).await;
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&hand_written(kind, payload)),
+                "{kind}: {}",
+                String::from_utf8_lossy(payload)
+            );
+        }
+    }
+}
