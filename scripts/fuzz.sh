@@ -18,6 +18,9 @@
 #   FUZZ_NICE      niceness of the fuzzer (default 10; the machine is shared)
 #   FUZZ_ARGS      extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
 #
+# The summary, with the seconds per target, the machine and the commit, is
+# also written to fuzz/results.txt (the figures the README quotes).
+#
 # Needs the nightly toolchain (`rustup toolchain install nightly`); installs
 # cargo-fuzz when it is missing. Prints one summary line per target and exits
 # non-zero when any target found a crash, a hang or an out-of-memory input;
@@ -94,4 +97,10 @@ done
 
 echo "---- fuzz summary (${seconds}s per target) ----"
 printf '%s\n' "${summaries[@]}"
+{
+    echo "scripts/fuzz.sh, ${seconds}s per target, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(rustup run nightly rustc --version)"
+    printf '%s\n' "${summaries[@]}"
+} > results.txt
+echo "fuzz.sh: summary written to fuzz/results.txt" >&2
 exit "$status"
