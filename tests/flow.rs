@@ -352,3 +352,112 @@ async fn receive_window_and_worker_threads_from_the_command_line() {
     let (status, _) = replica.finish();
     assert!(status.success());
 }
+
+/// The name of the thread that ran the handler.
+#[tool_service(topic = "it-flow-where")]
+async fn it_flow_where() -> String {
+    thread_name()
+}
+
+/// Keeps the CPU busy, then names the thread that ran the handler.
+///
+/// # Arguments
+/// * `micros` - How long to keep the CPU busy.
+#[tool_service(topic = "it-flow-where-slow")]
+async fn it_flow_where_slow(micros: u64) -> String {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_micros(micros) {
+        std::hint::spin_loop();
+    }
+    thread_name()
+}
+
+fn thread_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_owned()
+}
+
+#[test]
+fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
+    // `serve` driven by a thread of the test's own, as `run()` drives it
+    // from `main`; the runtime's worker threads have a name of their own.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("it-worker")
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::Builder::new()
+        .name(String::from("it-loop"))
+        .spawn(move || {
+            runtime.block_on(async {
+                let registry = tool_service::Registry::collect().unwrap();
+                let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
+                options.only = vec![
+                    String::from("it-flow-where-service"),
+                    String::from("it-flow-where-slow-service"),
+                ];
+                tool_service::serve::serve(&registry, &options, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap()
+            })
+        })
+        .unwrap();
+    handle.block_on(async {
+        let options = tool_service::broker::BrokerOptions::new(support::require_broker());
+        let fast = support::client_on(
+            &options,
+            "non-persistent",
+            "it-flow-where",
+            Duration::from_secs(2),
+        )
+        .await;
+        // Until serve has subscribed (a request before that is dropped).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while fast.call(&json!({}), &json!({})).await.is_err() {
+            assert!(std::time::Instant::now() < deadline, "serve did not answer");
+        }
+        let mut on_the_loop = 0;
+        for _ in 0..20 {
+            if fast.call(&json!({}), &json!({})).await.unwrap() == "it-loop" {
+                on_the_loop += 1;
+            }
+        }
+        // All of them but those after a first poll the machine delayed.
+        assert!(
+            on_the_loop >= 10,
+            "{on_the_loop} of 20 answered by the loop"
+        );
+        let slow = support::client_on(
+            &options,
+            "non-persistent",
+            "it-flow-where-slow",
+            Duration::from_secs(10),
+        )
+        .await;
+        let mut threads = Vec::new();
+        for _ in 0..12 {
+            threads.push(
+                slow.call(&json!({}), &json!({"micros": 300}))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // Polled in the loop first; after a few 300 µs first polls the
+        // service's requests are spawned, and stay so.
+        assert_eq!(threads[0], "it-loop", "{threads:?}");
+        assert!(
+            threads[5..].iter().all(|name| name == "it-worker"),
+            "{threads:?}"
+        );
+    });
+    stop.send(()).unwrap();
+    let reports = server.join().unwrap();
+    assert_eq!(reports["it-flow-where-slow-service"].answered, 12);
+}

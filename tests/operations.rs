@@ -45,15 +45,22 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
     );
 
     // One slow request in flight while scraping: scraped until the gauge
-    // shows it (the request takes 1.5 s; its timeout is 2 s).
+    // shows it (the request takes 1.5 s; its timeout is 2 s). A request is
+    // counted when the broker confirms its answer, which may be a moment
+    // after the caller has it: the scrape also waits for the five before.
     let (no_config, slow_arguments) = (json!({}), json!({"ms": 1500}));
     let slow = wait.call(&no_config, &slow_arguments);
-    let in_flight = r#"tg_tool_service_in_flight{processor="wait-service"} 1"#;
+    let expected = [
+        r#"tg_tool_service_in_flight{processor="wait-service"} 1"#,
+        r#"tg_consumer_request_duration_seconds_count{processor="wait-service",consumer="request"} 5"#,
+    ];
     let scraped = async {
         let mut scraped = (String::new(), String::new());
         support::wait_until("the slow request in flight", Duration::from_secs(1), || {
             scraped = scrape(port);
-            scraped.1.lines().any(|line| line == in_flight)
+            expected
+                .iter()
+                .all(|series| scraped.1.lines().any(|line| line == *series))
         })
         .await;
         scraped
@@ -109,9 +116,13 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
     assert!(body.contains("# TYPE tg_consumer_request_duration_seconds histogram\n"));
 
     // Afterwards nothing is in flight and the slow request counts too.
-    let (_, body) = tokio::task::spawn_blocking(move || scrape(port))
-        .await
-        .unwrap();
+    let settled = r#"tg_tool_service_in_flight{processor="wait-service"} 0"#;
+    let mut body = String::new();
+    support::wait_until("the slow request counted", Duration::from_secs(10), || {
+        body = scrape(port).1;
+        body.lines().any(|line| line == settled)
+    })
+    .await;
     assert_eq!(
         sample(&body, &format!("tg_tool_service_in_flight{{{service}}}")),
         Some(0.0)

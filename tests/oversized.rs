@@ -123,11 +123,19 @@ async fn oversized_results_are_answered_and_small_calls_keep_flowing() {
     assert!(failures.is_empty(), "small calls failed: {failures:?}");
     assert!(answered.load(Ordering::Relaxed) >= 10);
 
-    let (_, body) = support::scrape(metrics_port);
-    assert!(
-        body.contains("tg_tool_service_oversized_responses_total{processor=\"blob-service\"} 3\n"),
-        "{body}"
-    );
+    // Counted when the broker confirms each answer, a moment after the
+    // caller may have it.
+    let mut body = String::new();
+    let oversized = "tg_tool_service_oversized_responses_total{processor=\"blob-service\"} 3\n";
+    support::wait_until(
+        "three oversized responses counted",
+        Duration::from_secs(10),
+        || {
+            body = support::scrape(metrics_port).1;
+            body.contains(oversized)
+        },
+    )
+    .await;
     assert!(
         body.contains("tg_tool_service_send_failures_total{processor=\"blob-service\"} 0\n"),
         "{body}"
