@@ -1,5 +1,6 @@
 //! A broker restart under a running `serve`: the service reconnects by
-//! itself and answers again, with no process restart. This test runs its own
+//! itself and answers again, plain and streaming services alike, with no
+//! process restart. This test runs its own
 //! standalone broker on other ports (via `scripts/pulsar.sh`), so restarting
 //! it disturbs nothing else.
 
@@ -16,6 +17,22 @@ use tool_service::client::ToolClient;
 
 async fn call_once(client: &ToolClient, text: &str) -> bool {
     matches!(client.call(&json!({}), &json!({"text": text})).await, Ok(answer) if answer == text)
+}
+
+/// A whole story from the `streaming` example: every chapter's frame, in
+/// order, and the final frame.
+async fn story_once(client: &ToolClient, hero: &str) -> bool {
+    let expected: String = (1..=3)
+        .map(|chapter| format!("Chapter {chapter}: {hero} sets out again.\n"))
+        .chain([format!("The end of {hero}'s 3 chapters.")])
+        .collect();
+    let mut chunks = 0;
+    let answer = client
+        .call_streaming(&json!({}), &json!({"hero": hero, "chapters": 3}), |_| {
+            chunks += 1;
+        })
+        .await;
+    matches!(answer, Ok(text) if text == expected) && chunks == 4
 }
 
 /// When each call of a steady stream of calls started and ended, and
@@ -43,40 +60,46 @@ async fn answered_after(outcomes: &Outcomes, since: Instant, count: usize, what:
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_reconnects_after_a_broker_restart_under_traffic() {
-    let broker = PrivateBroker::start(&[]);
-    let url = broker.url();
-    let mut replica = Replica::start_at(&url, "echo", &["--only", "echo-service"]);
-    let client = support::client_on(
-        &BrokerOptions::new(&url),
-        "non-persistent",
-        "echo",
-        Duration::from_secs(2),
-    )
-    .await;
-    assert!(
-        call_once(&client, "before").await,
-        "the service answers before the restart"
-    );
+/// The first correct answer that ended after `since`.
+fn first_answer_after(outcomes: &Outcomes, since: Instant) -> Instant {
+    outcomes
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|outcome| outcome.ok && outcome.ended > since)
+        .map(|outcome| outcome.ended)
+        .min()
+        .expect("an answer after the return")
+}
 
-    // Traffic all along: 4 callers, one call after another.
+/// `callers` tasks, each making one call after another with `call(client,
+/// caller, n)` until `stop`, recording every outcome.
+fn traffic<F, Fut>(
+    client: ToolClient,
+    callers: usize,
+    stop: &Arc<AtomicBool>,
+    call: F,
+) -> (Outcomes, Vec<tokio::task::JoinHandle<()>>)
+where
+    F: Fn(Arc<ToolClient>, usize, u64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
     let outcomes: Outcomes = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
     let client = Arc::new(client);
-    let callers: Vec<_> = (0..4)
+    let tasks = (0..callers)
         .map(|caller| {
-            let (client, outcomes, stop) = (
+            let (client, outcomes, stop, call) = (
                 Arc::clone(&client),
                 Arc::clone(&outcomes),
-                Arc::clone(&stop),
+                Arc::clone(stop),
+                call.clone(),
             );
             tokio::spawn(async move {
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
                     let started = Instant::now();
-                    let ok = call_once(&client, &format!("caller {caller} call {n}")).await;
+                    let ok = call(Arc::clone(&client), caller, n).await;
                     outcomes.lock().unwrap().push(Outcome {
                         started,
                         ended: Instant::now(),
@@ -89,8 +112,57 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
             })
         })
         .collect();
+    (outcomes, tasks)
+}
+
+/// Once recovered, it stays recovered: every call started after the first
+/// answer (and a moment for the other consumers and producers of the
+/// connection) is answered. A call that started during the outage may still
+/// end in its 2 s timeout afterwards.
+fn assert_stays_recovered(outcomes: &Outcomes, recovered: Instant, what: &str) {
+    let outcomes = outcomes.lock().unwrap();
+    let failed_after: Vec<_> = outcomes
+        .iter()
+        .filter(|outcome| outcome.started > recovered + Duration::from_millis(500) && !outcome.ok)
+        .collect();
+    assert!(
+        failed_after.is_empty(),
+        "{what} started after recovery failed: {failed_after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reconnects_after_a_broker_restart_under_traffic() {
+    let broker = PrivateBroker::start(&[]);
+    let url = broker.url();
+    let mut replica = Replica::start_at(&url, "echo", &["--only", "echo-service"]);
+    let mut storyteller = Replica::start_at(&url, "streaming", &[]);
+    let options = BrokerOptions::new(&url);
+    let timeout = Duration::from_secs(2);
+    let client = support::client_on(&options, "non-persistent", "echo", timeout).await;
+    let stories = support::client_on(&options, "non-persistent", "story", timeout).await;
+    assert!(
+        call_once(&client, "before").await,
+        "the service answers before the restart"
+    );
+    assert!(
+        story_once(&stories, "before").await,
+        "the streaming service answers before the restart"
+    );
+
+    // Traffic all along: 4 callers, one call after another, and 2 callers
+    // of the streaming service, one story after another.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (outcomes, mut callers) = traffic(client, 4, &stop, |client, caller, n| async move {
+        call_once(&client, &format!("caller {caller} call {n}")).await
+    });
+    let (told, storytellers) = traffic(stories, 2, &stop, |client, caller, n| async move {
+        story_once(&client, &format!("hero {caller}.{n}")).await
+    });
+    callers.extend(storytellers);
     let began = Instant::now();
     answered_after(&outcomes, began, 20, "traffic before the restart").await;
+    answered_after(&told, began, 4, "stories before the restart").await;
 
     let stopping = Instant::now();
     broker.run("stop");
@@ -107,50 +179,43 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     let listening = listening.join().unwrap();
     // Until answers come again, then a little more traffic.
     answered_after(&outcomes, ready, 1, "an answer after the broker's return").await;
-    let recovered = outcomes
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|outcome| outcome.ok && outcome.ended > ready)
-        .map(|outcome| outcome.ended)
-        .min()
-        .expect("an answer after the return");
+    answered_after(&told, ready, 1, "a story after the broker's return").await;
+    let recovered = first_answer_after(&outcomes, ready);
+    let stories_recovered = first_answer_after(&told, ready);
     answered_after(&outcomes, recovered, 40, "traffic after the recovery").await;
+    answered_after(&told, stories_recovered, 10, "stories after the recovery").await;
     stop.store(true, Ordering::Relaxed);
     for caller in callers {
         caller.await.unwrap();
     }
-    let outcomes = outcomes.lock().unwrap();
-    let answered_before = outcomes
-        .iter()
-        .filter(|outcome| outcome.ok && outcome.ended < stopping)
-        .count();
-    let failed = outcomes.iter().filter(|outcome| !outcome.ok).count();
-    let answered_after = outcomes
-        .iter()
-        .filter(|outcome| outcome.ok && outcome.ended >= recovered)
-        .count();
+    let count = |outcomes: &Outcomes, keep: &dyn Fn(&Outcome) -> bool| {
+        outcomes.lock().unwrap().iter().filter(|o| keep(o)).count()
+    };
+    let answered_before = count(&outcomes, &|o| o.ok && o.ended < stopping);
+    let failed = count(&outcomes, &|o| !o.ok);
+    let answered_after = count(&outcomes, &|o| o.ok && o.ended >= recovered);
+    let stories_before = count(&told, &|o| o.ok && o.ended < stopping);
+    let stories_failed = count(&told, &|o| !o.ok);
+    let stories_after = count(&told, &|o| o.ok && o.ended >= stories_recovered);
     eprintln!(
         "answered again {:.1} s after the restarted broker accepted connections, {:.1} s after \
          scripts/pulsar.sh found it ready ({:.1} s after the stop began); {answered_before} calls \
-         answered before, {failed} failed during the outage, {answered_after} answered after",
+         answered before, {failed} failed during the outage, {answered_after} answered after; \
+         stories again {:.1} s after it was ready: {stories_before} before, {stories_failed} \
+         failed, {stories_after} after",
         recovered.saturating_duration_since(listening).as_secs_f64(),
         recovered.saturating_duration_since(ready).as_secs_f64(),
         (recovered - stopping).as_secs_f64(),
+        stories_recovered
+            .saturating_duration_since(ready)
+            .as_secs_f64(),
     );
     assert!(answered_before > 0, "traffic flowed before the restart");
     assert!(answered_after > 0, "traffic flows after the restart");
-    // Once recovered, it stays recovered: every call started after the
-    // first answer (and a moment for the other consumers and producers of
-    // the connection) is answered. A call that started during the outage
-    // may still end in its 2 s timeout afterwards.
-    let failed_after: Vec<_> = outcomes
-        .iter()
-        .filter(|outcome| outcome.started > recovered + Duration::from_millis(500) && !outcome.ok)
-        .collect();
-    assert!(
-        failed_after.is_empty(),
-        "calls started after recovery failed: {failed_after:?}"
-    );
+    assert!(stories_before > 0, "stories were told before the restart");
+    assert!(stories_after > 0, "stories are told after the restart");
+    assert_stays_recovered(&outcomes, recovered, "calls");
+    assert_stays_recovered(&told, stories_recovered, "stories");
     assert!(replica.is_running(), "the replica stayed up");
+    assert!(storyteller.is_running(), "the streaming replica stayed up");
 }

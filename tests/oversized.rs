@@ -1,7 +1,9 @@
 //! What must not silence a service. Responses larger than the broker
 //! accepts: each is answered with a `response-too-large` error frame, the
 //! request is acknowledged, and the connection every service of the process
-//! shares stays up. A frame the broker refuses fails that request only. A
+//! shares stays up. A frame the broker refuses fails that request only; if
+//! even the `send-failed` notice is refused, the request is redelivered
+//! until it is answered. A
 //! consumer the Pulsar client cannot re-create is replaced. Needs a broker:
 //! `scripts/pulsar.sh start`.
 
@@ -286,6 +288,37 @@ async fn max_message_size_lowers_the_limit_and_the_log_says_which_applies() {
     assert!(status.success());
 }
 
+/// Sets (or with `None` removes) the maximum message size policy of
+/// `persistent://tg/response/{topic}`, and waits until the broker reports it:
+/// topic policies are applied asynchronously.
+async fn limit_response_size(topic: &str, bytes: Option<usize>) {
+    let policy = format!("/admin/v2/persistent/tg/response/{topic}/maxMessageSize");
+    let expected = match bytes {
+        Some(bytes) => {
+            support::assert_admin("POST", &policy, &bytes.to_string());
+            bytes.to_string()
+        }
+        None => {
+            support::assert_admin("DELETE", &policy, "");
+            String::new()
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = admin("GET", &policy, "");
+        let body = body.trim();
+        let now = if body == "null" { "" } else { body };
+        if now == expected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the topic policy is {body:?}, not {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Return a text of the given size, on persistent topics whose response
 /// topic has a smaller maximum message size than the broker.
 ///
@@ -305,22 +338,7 @@ async fn a_frame_the_broker_refuses_fails_that_request_only() {
     let mut raw = RawTopic::open("persistent", "it-send-failure").await;
     // A topic policy below the broker's limit: the handshake cannot see it,
     // so the broker refuses the frame itself.
-    let policy = "/admin/v2/persistent/tg/response/it-send-failure/maxMessageSize";
-    support::assert_admin("POST", policy, "10000");
-    // Topic policies are applied asynchronously: wait until the broker
-    // reports it.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = admin("GET", policy, "");
-        if body.trim() == "10000" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the topic policy was not applied: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    limit_response_size("it-send-failure", Some(10_000)).await;
     let serving = support::InProcess::start(&["it-send-failure-service"]).await;
 
     let big = Request::new(json!({}), json!({"bytes": 50_000}));
@@ -421,4 +439,85 @@ async fn a_consumer_the_client_cannot_recreate_is_replaced() {
     }
     let reports = serving.stop().await;
     assert!(reports["it-resubscribe-service"].answered >= 2);
+}
+
+static REFUSED_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// Echo on persistent topics whose response topic takes, for a while, no
+/// frame at all: not the answer, nor the `send-failed` notice.
+///
+/// # Arguments
+/// * `text` - The text.
+#[tool_service(
+    topic = "it-notice-refused",
+    request_queue = "persistent://tg/request/it-notice-refused",
+    response_queue = "persistent://tg/response/it-notice-refused"
+)]
+async fn refused_echo(text: String) -> String {
+    REFUSED_RUNS.fetch_add(1, Ordering::SeqCst);
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_whose_notice_is_refused_too_is_redelivered_until_answered() {
+    let mut raw = RawTopic::open("persistent", "it-notice-refused").await;
+    // Smaller than any frame, the notice included.
+    limit_response_size("it-notice-refused", Some(10)).await;
+    let serving = support::InProcess::start(&["it-notice-refused-service"]).await;
+
+    let request = Request::new(json!({}), json!({"text": "kept"}));
+    raw.send(&request.encode(), Some("kept")).await;
+    let sent = Instant::now();
+    support::wait_until(
+        "the refused request is handled again",
+        Duration::from_secs(30),
+        || REFUSED_RUNS.load(Ordering::SeqCst) >= 3,
+    )
+    .await;
+    // Returned after a pause each time, not in a tight loop: the first run
+    // at once, then at most one a second.
+    let runs = REFUSED_RUNS.load(Ordering::SeqCst);
+    let elapsed = sent.elapsed();
+    assert!(
+        runs as u64 <= elapsed.as_secs() + 2,
+        "{runs} runs in {elapsed:?}"
+    );
+    // Nothing got out meanwhile.
+    raw.assert_quiet("the refused attempts").await;
+    let metrics = serving.metrics.render();
+    let failures = metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(
+                "tg_tool_service_send_failures_total{processor=\"it-notice-refused-service\"} ",
+            )
+        })
+        .and_then(|count| count.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no send failure count: {metrics}"));
+    assert!(failures >= 3, "{metrics}");
+
+    // Once the broker takes frames again, the redelivered request is
+    // answered, once, and acknowledged.
+    limit_response_size("it-notice-refused", None).await;
+    let (id, frame) = raw.receive().await;
+    assert_eq!(id.as_deref(), Some("kept"));
+    assert_eq!(frame, Frame::last(Ok("kept".into())));
+    raw.assert_quiet("the answer").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = subscription_stats(
+            "tg/request/it-notice-refused",
+            "it-notice-refused-service-request",
+        );
+        if stats["msgBacklog"] == 0 && stats["unackedMessages"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the request is still unacknowledged: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let reports = serving.stop().await;
+    assert_eq!(reports["it-notice-refused-service"].answered, 1);
 }

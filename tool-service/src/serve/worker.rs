@@ -105,21 +105,59 @@ impl Future for Receipt {
     }
 }
 
-/// The requests a worker has taken on: tasks running, and answers awaiting
-/// the broker's receipt. Together they stay within `concurrency`.
+/// How long a request whose response could not be sent at all waits before
+/// it goes back to the broker, so that a response the broker keeps refusing
+/// is not redelivered and refused again in a tight loop.
+pub(super) const RETURN_DELAY: Duration = Duration::from_secs(1);
+
+/// A request on its way back to the broker after [`RETURN_DELAY`].
+struct Returning {
+    message: Option<RequestMessage>,
+    delay: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Future for Returning {
+    type Output = RequestMessage;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RequestMessage> {
+        let this = &mut *self;
+        match this.delay.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(
+                this.message
+                    .take()
+                    .expect("a returning request is polled until it is ready, not after"),
+            ),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The requests a worker has taken on: tasks running, answers awaiting the
+/// broker's receipt, and requests waiting to go back to the broker. Together
+/// they stay within `concurrency`, so a broker that refuses every response
+/// also slows the intake.
 #[derive(Default)]
 struct Busy {
     tasks: JoinSet<Done>,
     receipts: FuturesUnordered<Receipt>,
+    returning: FuturesUnordered<Returning>,
 }
 
 impl Busy {
     fn len(&self) -> usize {
-        self.tasks.len() + self.receipts.len()
+        self.tasks.len() + self.receipts.len() + self.returning.len()
     }
 
     fn is_empty(&self) -> bool {
-        self.tasks.is_empty() && self.receipts.is_empty()
+        self.tasks.is_empty() && self.receipts.is_empty() && self.returning.is_empty()
+    }
+
+    /// Returns `message` to the broker after [`RETURN_DELAY`].
+    fn give_back(&mut self, message: RequestMessage) {
+        self.returning.push(Returning {
+            message: Some(message),
+            delay: Box::pin(tokio::time::sleep(RETURN_DELAY)),
+        });
     }
 }
 
@@ -129,6 +167,7 @@ enum Event {
     Received(Option<Result<RequestMessage, pulsar::Error>>),
     TaskEnded(Result<Done, tokio::task::JoinError>),
     Confirmed((Sent, Result<(), pulsar::Error>)),
+    Returned(RequestMessage),
 }
 
 /// The consumer loop of one service.
@@ -238,6 +277,7 @@ impl Worker {
                 _ = stop_requested(&mut stopped) => Event::Stop,
                 Some(confirmed) = busy.receipts.next(), if !busy.receipts.is_empty() => Event::Confirmed(confirmed),
                 Some(ended) = busy.tasks.join_next(), if !busy.tasks.is_empty() => Event::TaskEnded(ended),
+                Some(message) = busy.returning.next(), if !busy.returning.is_empty() => Event::Returned(message),
                 next = self.consumer.next(), if read => Event::Received(next),
             };
             match event {
@@ -249,6 +289,11 @@ impl Worker {
                 }
                 Event::TaskEnded(ended) => {
                     self.task_ended(ended, &mut busy, &mut report).await;
+                    self.start_waiting(&mut busy, &mut backlog, &mut report)
+                        .await;
+                }
+                Event::Returned(message) => {
+                    self.nack(&message).await;
                     self.start_waiting(&mut busy, &mut backlog, &mut report)
                         .await;
                 }
@@ -318,6 +363,12 @@ impl Worker {
                     .await;
             }
         }
+        // Requests waiting to go back to the broker go now.
+        for mut returning in std::mem::take(&mut busy.returning) {
+            if let Some(message) = returning.message.take() {
+                self.nack(&message).await;
+            }
+        }
         tracing::info!(
             service = self.service.id(),
             in_flight = busy.len(),
@@ -332,6 +383,9 @@ impl Worker {
                     }
                     Some(ended) = busy.tasks.join_next(), if !busy.tasks.is_empty() => {
                         self.task_ended(ended, &mut busy, &mut report).await;
+                    }
+                    Some(message) = busy.returning.next(), if !busy.returning.is_empty() => {
+                        self.nack(&message).await;
                     }
                 }
             }
@@ -603,7 +657,8 @@ impl Worker {
     /// end the response with a `send-failed` error frame, so that the caller
     /// is not left waiting (the request is then acknowledged: answered). When
     /// that fails too, the broker is unreachable for now, and the request is
-    /// returned to it (redelivered on a persistent topic).
+    /// returned to it after [`RETURN_DELAY`] (redelivered on a persistent
+    /// topic).
     async fn send_failed(
         &mut self,
         sent: Sent,
@@ -614,8 +669,8 @@ impl Worker {
         let cause = crate::pulsar_compat::errors::describe_send_error(error);
         let Sent { mut answer, notice } = sent;
         if notice {
-            answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker"));
-            self.nack(&answer.message).await;
+            answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause"));
+            busy.give_back(answer.message);
             return;
         }
         self.metrics.send_failed();
@@ -648,7 +703,7 @@ impl Worker {
                 report.answered += 1;
                 self.ack(&message).await;
             }
-            Done::Settled(message, false) => self.nack(&message).await,
+            Done::Settled(message, false) => busy.give_back(message),
         }
     }
 
@@ -732,7 +787,7 @@ impl StreamTask {
                     Ok(()) => true,
                     Err(error) => {
                         let cause = crate::pulsar_compat::errors::describe_send_error(&error);
-                        tracing::warn!(cause = %Untrusted::text(&cause), "cannot send the send-failed notice either; the request is returned to the broker");
+                        tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause");
                         false
                     }
                 }
