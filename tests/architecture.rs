@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     // The broker side (feature `pulsar`).
     &["pulsar_compat"],
     &["broker"],
-    &["client", "metrics"],
+    &["announce", "client", "metrics"],
     &["serve"],
     // The command line (feature `cli`).
     &["cli"],

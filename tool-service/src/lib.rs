@@ -90,6 +90,9 @@ mod registry;
 // The broker side.
 #[cfg(feature = "pulsar")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
+pub mod announce;
+#[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod broker;
 #[cfg(feature = "pulsar")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]

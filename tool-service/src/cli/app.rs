@@ -207,7 +207,7 @@ impl App {
             || std::thread::available_parallelism().map_or(1, usize::from),
             usize::from,
         ));
-        if matches!(*command, Run::Call(_)) {
+        if command.is_one_request() {
             // One request: one worker is plenty.
             runtime.worker_threads(1);
         }
@@ -220,6 +220,10 @@ impl App {
 
     /// Builds the state, runs the command with it, then closes it.
     async fn execute(self, registry: Registry, command: Run, out: &mut dyn Write) -> CliResult {
+        #[cfg(feature = "pulsar")]
+        if let Run::Config(change, target) = command {
+            return super::announce::run(&registry, change, target, out).await;
+        }
         let state = match self.setup {
             Some(setup) => setup()
                 .await
@@ -246,6 +250,8 @@ impl App {
                 super::serve::serve(&registry, &options).await,
                 options.grace_period,
             ),
+            #[cfg(feature = "pulsar")]
+            Run::Config(..) => unreachable!("config commands return before the setup"),
         };
         if let Some(shutdown) = self.shutdown {
             let state = registry.state().clone();
@@ -270,14 +276,30 @@ enum Run {
     Call(CallArgs),
     #[cfg(feature = "pulsar")]
     Serve(crate::serve::ServeOptions, Option<u16>),
+    /// `announce` or `withdraw`: runs no handler, so no setup.
+    #[cfg(feature = "pulsar")]
+    Config(super::announce::Change, super::announce::TargetArgs),
 }
 
 impl Run {
+    /// `call`, `announce` or `withdraw`: one exchange, no serving.
+    fn is_one_request(&self) -> bool {
+        match self {
+            Run::Call(_) => true,
+            #[cfg(feature = "pulsar")]
+            Run::Serve(..) => false,
+            #[cfg(feature = "pulsar")]
+            Run::Config(..) => true,
+        }
+    }
+
     fn worker_threads(&self) -> Option<u16> {
         match self {
             Run::Call(_) => None,
             #[cfg(feature = "pulsar")]
             Run::Serve(_, threads) => *threads,
+            #[cfg(feature = "pulsar")]
+            Run::Config(..) => None,
         }
     }
 }
@@ -328,6 +350,21 @@ where
             }
             Err(error) => Err(error),
         },
+        #[cfg(feature = "pulsar")]
+        Command::Announce { target, replace } => {
+            let on_clash = if replace {
+                crate::announce::OnClash::Replace
+            } else {
+                crate::announce::OnClash::Refuse
+            };
+            let change = super::announce::Change::Announce(on_clash);
+            return Ok((registry, Box::new(Run::Config(change, target))));
+        }
+        #[cfg(feature = "pulsar")]
+        Command::Withdraw { target } => {
+            let change = super::announce::Change::Withdraw;
+            return Ok((registry, Box::new(Run::Config(change, target))));
+        }
         #[cfg(not(feature = "pulsar"))]
         Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
         Command::Call {

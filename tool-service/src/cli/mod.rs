@@ -5,7 +5,9 @@
 //! joke descriptors --out DIR write tool-service/<id>.json and tool/<name>.json
 //! joke list                  services, topics and tools
 //! joke call tell-joke --args '{"topic": "cats"}' [--config '{…}'] [--user U]
-//! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]…
+//! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]… [--announce]
+//! joke announce [--workspace WS] [--only SERVICE_ID]… [--replace] [--dry-run]
+//! joke withdraw [--workspace WS] [--only SERVICE_ID]… [--dry-run]
 //! ```
 
 use std::ffi::OsString;
@@ -19,6 +21,8 @@ use serde_json::Value;
 use crate::wire::Request;
 use crate::Registry;
 
+#[cfg(feature = "pulsar")]
+mod announce;
 mod app;
 #[cfg(feature = "pulsar")]
 mod serve;
@@ -50,6 +54,26 @@ pub(super) enum Command {
     /// until SIGINT or SIGTERM.
     #[cfg(feature = "pulsar")]
     Serve(serve::ServeArgs),
+    /// Put the `tool-service` and `tool` items of every service (or those
+    /// named with --only) in TrustGraph's config, in one request, so that
+    /// running agents offer the tools. A tool or service of the same name
+    /// that belongs to someone else is refused unless --replace is given.
+    #[cfg(feature = "pulsar")]
+    Announce {
+        #[command(flatten)]
+        target: announce::TargetArgs,
+        /// Overwrite tools and services of the same names that belong to
+        /// someone else.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Delete this binary's services from TrustGraph's config, with every
+    /// tool that names one of them as its service, in one request.
+    #[cfg(feature = "pulsar")]
+    Withdraw {
+        #[command(flatten)]
+        target: announce::TargetArgs,
+    },
     /// Serving needs the `pulsar` feature of tool-service, which this
     /// binary was built without.
     #[cfg(not(feature = "pulsar"))]

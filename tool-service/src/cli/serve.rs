@@ -9,8 +9,9 @@ use crate::Registry;
 
 use super::{BoxError, CliResult};
 
+/// The broker options every command that connects takes.
 #[derive(Debug, clap::Args)]
-pub(crate) struct ServeArgs {
+pub(crate) struct BrokerArgs {
     /// The Pulsar broker.
     #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::broker::DEFAULT_PULSAR_URL)]
     pulsar_host: String,
@@ -33,6 +34,36 @@ pub(crate) struct ServeArgs {
     /// A PEM file with the CA that signed the broker's certificate (pulsar+ssl://).
     #[arg(long, env = "PULSAR_TLS_CA_FILE", value_name = "FILE")]
     pulsar_tls_ca_file: Option<PathBuf>,
+}
+
+impl BrokerArgs {
+    /// The broker options, with the token read from its file.
+    pub(super) fn options(self) -> Result<BrokerOptions, BoxError> {
+        if let Some(listener) = &self.pulsar_listener {
+            return Err(format!(
+                "--pulsar-listener {listener}: advertised listener names are not supported by this Pulsar client; connect to the listener's address directly"
+            )
+            .into());
+        }
+        let mut broker = BrokerOptions::new(self.pulsar_host);
+        let token = match &self.pulsar_api_key_file {
+            Some(path) => Some(read_token_file(path)?),
+            None => self.pulsar_api_key.filter(|token| !token.is_empty()),
+        };
+        if let Some(token) = token {
+            broker = broker.with_api_key(token);
+        }
+        if let Some(path) = self.pulsar_tls_ca_file {
+            broker = broker.with_tls_ca_file(path);
+        }
+        Ok(broker)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Requests each service handles at once [default: the service's
     /// `concurrency`, else 64].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -83,6 +114,23 @@ pub(crate) struct ServeArgs {
     /// The most verbose log level shown.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     log_level: String,
+    /// Once subscribed, announce the services and their tools to
+    /// TrustGraph's config service (as the `announce` command does),
+    /// retrying with backoff while it does not answer.
+    #[arg(long)]
+    announce: bool,
+    /// The TrustGraph workspace to announce to.
+    #[arg(long, default_value = crate::announce::DEFAULT_WORKSPACE, requires = "announce")]
+    workspace: String,
+    /// Overwrite tools and services of the same names that belong to
+    /// someone else (refused otherwise).
+    #[arg(long, requires = "announce")]
+    replace: bool,
+    /// Withdraw the announced items at shutdown. Off by default: replicas
+    /// share their services, and one stopping must not take the tools away
+    /// from the others.
+    #[arg(long, requires = "announce")]
+    withdraw_on_exit: bool,
 }
 
 /// The token in `path`, without surrounding whitespace.
@@ -114,24 +162,15 @@ pub(super) fn prepare(args: ServeArgs) -> Result<(ServeOptions, Option<u16>), Bo
         .with_writer(std::io::stderr)
         .try_init();
     crate::broker::forward_client_logs();
-    if let Some(listener) = &args.pulsar_listener {
-        return Err(format!(
-            "--pulsar-listener {listener}: advertised listener names are not supported by this Pulsar client; connect to the listener's address directly"
-        )
-        .into());
+    let mut options = ServeOptions::with_broker(args.broker.options()?);
+    if args.announce {
+        let mut announce = crate::serve::AnnounceOptions::new(args.workspace)
+            .withdraw_on_exit(args.withdraw_on_exit);
+        if args.replace {
+            announce.on_clash = crate::announce::OnClash::Replace;
+        }
+        options.announce = Some(announce);
     }
-    let mut broker = BrokerOptions::new(args.pulsar_host);
-    let token = match &args.pulsar_api_key_file {
-        Some(path) => Some(read_token_file(path)?),
-        None => args.pulsar_api_key.filter(|token| !token.is_empty()),
-    };
-    if let Some(token) = token {
-        broker = broker.with_api_key(token);
-    }
-    if let Some(path) = args.pulsar_tls_ca_file {
-        broker = broker.with_tls_ca_file(path);
-    }
-    let mut options = ServeOptions::with_broker(broker);
     options.concurrency = args.concurrency.map(|n| n as usize);
     options.only = args.only;
     options.receive_window = Some(args.receive_window as usize);

@@ -19,7 +19,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub use options::{
-    ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD, DEFAULT_TIMEOUT, RECEIVE_WINDOW,
+    AnnounceOptions, ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD, DEFAULT_TIMEOUT,
+    RECEIVE_WINDOW,
 };
 
 use crate::metrics::Metrics;
@@ -166,6 +167,41 @@ pub struct Serving {
     metrics_endpoint: Option<MetricsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
     nodelay: crate::pulsar_compat::nodelay::Ticker,
+    /// What to announce, on which client.
+    announcing: Option<Announcing>,
+}
+
+/// The services' announcement, made beside the consumer loops.
+struct Announcing {
+    pulsar: pulsar::Pulsar<pulsar::TokioExecutor>,
+    announcement: crate::announce::Announcement,
+    options: AnnounceOptions,
+}
+
+impl Announcing {
+    /// Announces until it is done (or refused for good); at shutdown,
+    /// withdraws what it announced if asked to.
+    async fn run(self, mut stopped: watch::Receiver<bool>) {
+        let Self {
+            pulsar,
+            announcement,
+            options,
+        } = self;
+        let announced = tokio::select! {
+            announced = crate::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
+            _ = stop_requested(&mut stopped) => false,
+        };
+        if !(announced && options.withdraw_on_exit) {
+            return;
+        }
+        stop_requested(&mut stopped).await;
+        match crate::announce::withdraw(&pulsar, &announcement, options.timeout).await {
+            Ok(withdrawn) => tracing::info!(workspace = %options.workspace, "{withdrawn}"),
+            Err(error) => {
+                tracing::warn!(workspace = %options.workspace, "cannot withdraw: {error}")
+            }
+        }
+    }
 }
 
 /// The metrics server task; stopped when dropped (also when start-up fails
@@ -284,12 +320,27 @@ impl Serving {
             worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
             "ready"
         );
+        let announcing = options.announce.clone().map(|announce| {
+            let ids: Vec<String> = workers
+                .iter()
+                .map(|worker| worker.service.id().to_owned())
+                .collect();
+            let announcement = crate::announce::Announcement::new(registry, &ids)
+                .expect("the services served are the registry's")
+                .in_workspace(announce.workspace.clone());
+            Announcing {
+                pulsar: pulsar.clone(),
+                announcement,
+                options: announce,
+            }
+        });
         Ok(Self {
             workers,
             grace_period: options.grace_period,
             metrics,
             metrics_endpoint,
             nodelay,
+            announcing,
         })
     }
 
@@ -326,9 +377,14 @@ impl Serving {
             grace_period: grace,
             metrics_endpoint: _metrics_endpoint,
             nodelay: _nodelay,
+            announcing,
             ..
         } = self;
         let (stop, stopped) = watch::channel(false);
+        // The announcement is a task of its own: it may wait on the config
+        // service for longer than the loops run, and withdraws (if asked)
+        // while they drain.
+        let announcing = announcing.map(|announcing| tokio::spawn(announcing.run(stopped.clone())));
         // Every service's consumer loop runs inside this future, not as a
         // task: under `run()`, on the thread that drives the runtime, which
         // leaves the worker threads to the Pulsar client and to handlers.
@@ -344,13 +400,18 @@ impl Serving {
         };
         tokio::pin!(collect);
         tokio::pin!(shutdown);
-        tokio::select! {
+        let reports = tokio::select! {
             reports = &mut collect => reports,
             _ = &mut shutdown => {
                 let _ = stop.send(true);
                 collect.await
             }
+        };
+        let _ = stop.send(true);
+        if let Some(announcing) = announcing {
+            let _ = announcing.await;
         }
+        reports
     }
 }
 

@@ -59,6 +59,57 @@ pub struct ServeOptions {
     /// below what the broker announces (e.g. a topic policy sets a lower
     /// `maxMessageSize`). The broker's own limit always applies.
     pub max_message_size: Option<usize>,
+    /// Announce the served services to TrustGraph's config service once
+    /// they are subscribed (see [`crate::announce`]); none by default.
+    pub announce: Option<AnnounceOptions>,
+}
+
+/// How `serve` announces its services to TrustGraph's config service.
+///
+/// ```
+/// use tool_service::serve::{AnnounceOptions, ServeOptions};
+///
+/// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// options.announce = Some(AnnounceOptions::new("team-a").withdraw_on_exit(true));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AnnounceOptions {
+    /// The workspace (default [`crate::announce::DEFAULT_WORKSPACE`]).
+    pub workspace: String,
+    /// How long each config request waits for its reply.
+    pub timeout: Duration,
+    /// What to do with items of the same names that are someone else's.
+    pub on_clash: crate::announce::OnClash,
+    /// Withdraw the services' items at shutdown. Off by default: replicas
+    /// share their services, and one replica stopping must not take the
+    /// tools away from the others.
+    pub withdraw_on_exit: bool,
+}
+
+impl AnnounceOptions {
+    /// Announce to `workspace`, refusing clashes, not withdrawing on exit.
+    pub fn new(workspace: impl Into<String>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            timeout: crate::announce::DEFAULT_TIMEOUT,
+            on_clash: crate::announce::OnClash::Refuse,
+            withdraw_on_exit: false,
+        }
+    }
+
+    /// Withdraw the services' items at shutdown.
+    #[must_use]
+    pub fn withdraw_on_exit(mut self, withdraw: bool) -> Self {
+        self.withdraw_on_exit = withdraw;
+        self
+    }
+}
+
+impl Default for AnnounceOptions {
+    fn default() -> Self {
+        Self::new(crate::announce::DEFAULT_WORKSPACE)
+    }
 }
 
 impl ServeOptions {
@@ -94,6 +145,7 @@ impl ServeOptions {
             metrics: None,
             log_payloads: false,
             max_message_size: None,
+            announce: None,
         }
     }
 

@@ -1,0 +1,91 @@
+//! The `announce` and `withdraw` commands: one config request to
+//! TrustGraph's config service, and an exit code that says how it went.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::announce::{self, Announcement, OnClash};
+use crate::Registry;
+
+use super::serve::BrokerArgs;
+use super::CliResult;
+
+/// What `announce` and `withdraw` both take.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TargetArgs {
+    #[command(flatten)]
+    broker: BrokerArgs,
+    /// The TrustGraph workspace.
+    #[arg(long, default_value = announce::DEFAULT_WORKSPACE)]
+    workspace: String,
+    /// Only this service id and its tools (repeatable).
+    #[arg(long, value_name = "SERVICE_ID")]
+    only: Vec<String>,
+    /// How long to wait for each of the config service's replies; units ms,
+    /// s, m, h.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    timeout: Duration,
+    /// Print the config request instead of sending it.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Which of the two commands.
+#[derive(Debug)]
+pub(crate) enum Change {
+    Announce(OnClash),
+    Withdraw,
+}
+
+/// Runs `announce` or `withdraw`.
+pub(super) async fn run(
+    registry: &Registry,
+    change: Change,
+    args: TargetArgs,
+    out: &mut dyn Write,
+) -> CliResult {
+    let announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
+    if args.dry_run {
+        let request = match change {
+            Change::Announce(_) => announcement.put_request(),
+            Change::Withdraw => announcement.delete_request(),
+        };
+        serde_json::to_writer_pretty(&mut *out, &request)?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "(dry run: nothing was sent; it would go to {})",
+            announce::request_queue(announcement.workspace())
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let broker = args.broker.options()?;
+    let url = broker.url().to_owned();
+    let pulsar = tokio::time::timeout(args.timeout, broker.connect())
+        .await
+        .map_err(|_| {
+            format!(
+                "cannot connect to the Pulsar broker at {url} within {}",
+                crate::duration::format(args.timeout)
+            )
+        })?
+        .map_err(|error| {
+            format!(
+                "cannot connect to the Pulsar broker at {url}: {}",
+                crate::broker::describe(&error)
+            )
+        })?;
+    match change {
+        Change::Announce(on_clash) => {
+            let announced =
+                announce::announce(&pulsar, &announcement, args.timeout, on_clash).await?;
+            writeln!(out, "{announced}")?;
+        }
+        Change::Withdraw => {
+            let withdrawn = announce::withdraw(&pulsar, &announcement, args.timeout).await?;
+            writeln!(out, "{withdrawn}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
