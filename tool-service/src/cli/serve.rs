@@ -131,6 +131,10 @@ pub(crate) struct ServeArgs {
     /// from the others.
     #[arg(long, requires = "announce")]
     withdraw_on_exit: bool,
+    /// How long each attempt waits for the config service's replies before
+    /// it is retried; units ms, s, m, h.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
+    announce_timeout: std::time::Duration,
 }
 
 /// The token in `path`, without surrounding whitespace.
@@ -166,6 +170,7 @@ pub(super) fn prepare(args: ServeArgs) -> Result<(ServeOptions, Option<u16>), Bo
     if args.announce {
         let mut announce = crate::serve::AnnounceOptions::new(args.workspace)
             .withdraw_on_exit(args.withdraw_on_exit);
+        announce.timeout = args.announce_timeout;
         if args.replace {
             announce.on_clash = crate::announce::OnClash::Replace;
         }

@@ -1,0 +1,419 @@
+//! `announce`, `withdraw` and `serve --announce` against a config service
+//! that is not there, and against a scripted one that records every request
+//! (its own workspace per test). TrustGraph's own config service and agent
+//! are driven by `interop/test_agent_e2e.py`. Needs a broker:
+//! `scripts/pulsar.sh start`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use support::Replica;
+use tool_service::announce::{request_queue, response_queue};
+
+/// `example ARGS…` on the test broker, to its end.
+fn run(example: &str, args: &[&str]) -> Output {
+    Command::new(support::example(example))
+        .args(args)
+        .args(["--pulsar-host", &support::require_broker()])
+        .output()
+        .expect("run the example")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A stand-in for TrustGraph's config service on one workspace's queues:
+/// answers `getvalues`, `put` and `delete` from a store, or every request
+/// with `refusal`; records each request.
+struct ScriptedConfig {
+    requests: Arc<Mutex<Vec<Value>>>,
+    store: Arc<Mutex<BTreeMap<(String, String), String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedConfig {
+    async fn start(workspace: &str, refusal: Option<Value>) -> Self {
+        let pulsar = support::connect().await;
+        let mut consumer = tool_service::broker::subscribe_own(&pulsar, &request_queue(workspace))
+            .await
+            .expect("subscribe to the config request queue");
+        let mut producer = pulsar
+            .producer()
+            .with_topic(response_queue(workspace))
+            .build()
+            .await
+            .expect("publish on the config response queue");
+        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let store: Arc<Mutex<BTreeMap<(String, String), String>>> = Arc::default();
+        let task = tokio::spawn({
+            let (requests, store) = (Arc::clone(&requests), Arc::clone(&store));
+            async move {
+                while let Some(Ok(message)) = consumer.next().await {
+                    let _ = consumer.ack(&message).await;
+                    let id = message
+                        .metadata()
+                        .properties
+                        .iter()
+                        .find(|property| property.key == "id")
+                        .map(|property| property.value.clone())
+                        .unwrap_or_default();
+                    let request: Value = serde_json::from_slice(&message.payload.data).unwrap();
+                    requests.lock().unwrap().push(request.clone());
+                    let reply = match &refusal {
+                        Some(error) => json!({"error": error}),
+                        None => answer(&request, &mut store.lock().unwrap()),
+                    };
+                    let reply = tool_service::broker::pulsar::producer::Message {
+                        payload: reply.to_string().into_bytes(),
+                        properties: [("id".to_owned(), id)].into(),
+                        ..Default::default()
+                    };
+                    producer
+                        .send_non_blocking(reply)
+                        .await
+                        .unwrap()
+                        .await
+                        .unwrap();
+                }
+            }
+        });
+        Self {
+            requests,
+            store,
+            task,
+        }
+    }
+
+    fn operations(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|request| request["operation"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    }
+
+    fn put(&self, kind: &str, key: &str, value: &Value) {
+        self.store
+            .lock()
+            .unwrap()
+            .insert((kind.into(), key.into()), value.to_string());
+    }
+
+    fn keys(&self) -> Vec<(String, String)> {
+        self.store.lock().unwrap().keys().cloned().collect()
+    }
+
+    fn item(&self, kind: &str, key: &str) -> Option<Value> {
+        let store = self.store.lock().unwrap();
+        let text = store.get(&(kind.to_owned(), key.to_owned()))?;
+        Some(serde_json::from_str(text).unwrap())
+    }
+}
+
+impl Drop for ScriptedConfig {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The config service's answer to `request`, as TrustGraph 2.11.1 shapes it.
+fn answer(request: &Value, store: &mut BTreeMap<(String, String), String>) -> Value {
+    let empty = json!({"version": 1, "values": [], "directory": [], "config": {}, "error": null});
+    match request["operation"].as_str() {
+        Some("getvalues") => {
+            let kind = request["type"].as_str().unwrap();
+            let values: Vec<Value> = store
+                .iter()
+                .filter(|((item_kind, _), _)| item_kind == kind)
+                .map(|((_, key), value)| json!({"type": kind, "key": key, "value": value}))
+                .collect();
+            json!({"version": 1, "values": values, "directory": [], "config": {}, "error": null})
+        }
+        Some("put") => {
+            for value in request["values"].as_array().unwrap() {
+                store.insert(
+                    (
+                        value["type"].as_str().unwrap().into(),
+                        value["key"].as_str().unwrap().into(),
+                    ),
+                    value["value"].as_str().unwrap().into(),
+                );
+            }
+            empty
+        }
+        Some("delete") => {
+            for key in request["keys"].as_array().unwrap() {
+                store.remove(&(
+                    key["type"].as_str().unwrap().into(),
+                    key["key"].as_str().unwrap().into(),
+                ));
+            }
+            empty
+        }
+        _ => json!({"error": {"type": "bad-operation", "message": "Bad operation"}}),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_config_service_announce_fails_within_its_timeout() {
+    let started = Instant::now();
+    let output = run(
+        "joke",
+        &["announce", "--workspace", "it-nobody", "--timeout", "2s"],
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stderr),
+        "error: no TrustGraph config service answered on \
+         `non-persistent://tg/request/config:it-nobody` within 2s; is the config service \
+         (config-svc) running on this broker?\n"
+    );
+    // The timeout bounds the whole command (connecting takes a moment more).
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_announce_keeps_serving_and_retries_while_no_config_service_answers() {
+    let metrics_port = support::free_port().to_string();
+    let replica = Replica::start(
+        "joke",
+        &[
+            "--announce",
+            "--workspace",
+            "it-later",
+            "--announce-timeout",
+            "500ms",
+            "--metrics-port",
+            &metrics_port,
+        ],
+    );
+    let joke = support::client("non-persistent", "joke").await;
+    for _ in 0..3 {
+        let answer = joke
+            .call(&json!({}), &json!({"topic": "animals"}))
+            .await
+            .unwrap();
+        assert!(answer.contains("spotted"), "{answer}");
+    }
+    // Two attempts, with a pause between them.
+    replica.wait_for_log("cannot announce yet", Duration::from_secs(30));
+    replica.wait_for_log("cannot announce yet", Duration::from_secs(30));
+
+    // Once the config service is there, the next attempt puts both items in
+    // one request.
+    let config = ScriptedConfig::start("it-later", None).await;
+    let lines = replica.wait_for_log("announced in workspace", Duration::from_secs(60));
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains("announced in workspace `it-later`: services joke-service; tools tell-joke"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        config.keys(),
+        [
+            ("tool".to_owned(), "tell-joke".to_owned()),
+            ("tool-service".to_owned(), "joke-service".to_owned())
+        ]
+    );
+    assert_eq!(config.operations(), ["getvalues", "getvalues", "put"]);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{}", lines.join("\n"));
+    // Not withdrawn on exit unless asked.
+    assert_eq!(config.operations(), ["getvalues", "getvalues", "put"]);
+    assert!(
+        lines.iter().all(|line| !line.contains("withdraw")),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_reply_is_quoted_and_nothing_more_is_sent() {
+    let refusal = json!({"type": "config-error", "message": "the table store is down"});
+    let config = ScriptedConfig::start("it-refusing", Some(refusal)).await;
+    let output = run(
+        "joke",
+        &["announce", "--workspace", "it-refusing", "--timeout", "10s"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "error: the config service refused the request: config-error: the table store is down\n"
+    );
+    assert_eq!(config.operations(), ["getvalues"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
+    let config = ScriptedConfig::start("it-clash", None).await;
+    let theirs = json!({"type": "tool-service", "name": "tell-joke", "description": "Theirs",
+        "service": "their-jokes", "arguments": []});
+    config.put("tool", "tell-joke", &theirs);
+    let announce = |extra: &[&str]| {
+        let mut args = vec!["announce", "--workspace", "it-clash", "--timeout", "10s"];
+        args.extend_from_slice(extra);
+        run("joke", &args)
+    };
+
+    let refused = announce(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        "error: tool `tell-joke` belongs to service `their-jokes`; nothing was announced (pass \
+         --replace to overwrite them)\n"
+    );
+    assert_eq!(config.operations(), ["getvalues", "getvalues"]);
+    assert_eq!(config.item("tool", "tell-joke").unwrap(), theirs);
+
+    let replaced = announce(&["--replace"]);
+    assert!(replaced.status.success(), "{}", text(&replaced.stderr));
+    assert_eq!(
+        text(&replaced.stdout),
+        "announced in workspace `it-clash`: services joke-service; tools tell-joke; replaced: \
+         tool `tell-joke` belongs to service `their-jokes`\n"
+    );
+    assert_eq!(
+        config.item("tool", "tell-joke").unwrap()["service"],
+        "joke-service"
+    );
+    let puts = config.operations().iter().filter(|op| *op == "put").count();
+    assert_eq!(puts, 1);
+
+    // The same items again: nothing is written, so no agent reloads.
+    let again = announce(&[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        text(&again.stdout),
+        "already announced in workspace `it-clash`: services joke-service; tools tell-joke\n"
+    );
+    let puts = config.operations().iter().filter(|op| *op == "put").count();
+    assert_eq!(puts, 1);
+
+    // Someone else's tool, under another name, survives the withdrawal.
+    let other = json!({"type": "tool-service", "name": "their-tool", "description": "Theirs",
+        "service": "their-jokes", "arguments": []});
+    config.put("tool", "their-tool", &other);
+    let withdrawn = run(
+        "joke",
+        &["withdraw", "--workspace", "it-clash", "--timeout", "10s"],
+    );
+    assert!(withdrawn.status.success(), "{}", text(&withdrawn.stderr));
+    assert_eq!(
+        text(&withdrawn.stdout),
+        "withdrawn from workspace `it-clash`: services joke-service; tools tell-joke\n"
+    );
+    assert_eq!(
+        config.keys(),
+        [("tool".to_owned(), "their-tool".to_owned())]
+    );
+    let last = config.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        last,
+        json!({"operation": "delete", "workspace": "it-clash", "keys": [
+            {"type": "tool-service", "key": "joke-service"},
+            {"type": "tool", "key": "tell-joke"},
+        ]})
+    );
+}
+
+#[test]
+fn dry_run_prints_the_one_request_and_sends_nothing() {
+    // No broker is needed: nothing is sent.
+    let output = Command::new(support::example("echo"))
+        .args(["announce", "--dry-run", "--workspace", "team-a"])
+        .args(["--pulsar-host", "pulsar://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let (request, note) = stdout.rsplit_once("}\n").unwrap();
+    assert_eq!(
+        note,
+        "(dry run: nothing was sent; it would go to non-persistent://tg/request/config:team-a)\n"
+    );
+    let request: Value = serde_json::from_str(&format!("{request}}}")).unwrap();
+    let descriptors: Value = serde_json::from_slice(
+        &Command::new(support::example("echo"))
+            .arg("descriptors")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    // Every item of the binary, each value the item's JSON as text.
+    let mut expected = Vec::new();
+    for kind in ["tool-service", "tool"] {
+        for (key, item) in descriptors[kind].as_object().unwrap() {
+            expected.push(json!({"type": kind, "key": key, "value": item.to_string()}));
+        }
+    }
+    assert_eq!(
+        request,
+        json!({"operation": "put", "workspace": "team-a", "values": expected})
+    );
+
+    let output = Command::new(support::example("echo"))
+        .args(["withdraw", "--dry-run", "--only", "echo-service"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout)
+            .starts_with("{\n  \"operation\": \"delete\",\n  \"workspace\": \"default\""),
+        "{}",
+        text(&output.stdout)
+    );
+
+    let output = Command::new(support::example("echo"))
+        .args(["announce", "--only", "nope", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).starts_with("error: no tool or service named `nope` in this binary"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn withdraw_on_exit_takes_the_items_away_at_shutdown() {
+    let config = ScriptedConfig::start("it-exit", None).await;
+    let replica = Replica::start(
+        "joke",
+        &["--announce", "--workspace", "it-exit", "--withdraw-on-exit"],
+    );
+    replica.wait_for_log("announced in workspace `it-exit`", Duration::from_secs(30));
+    assert_eq!(config.keys().len(), 2);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{}", lines.join("\n"));
+    assert!(
+        lines.iter().any(|line| line.contains(
+            "withdrawn from workspace `it-exit`: services joke-service; tools tell-joke"
+        )),
+        "{}",
+        lines.join("\n")
+    );
+    assert!(config.keys().is_empty(), "{:?}", config.keys());
+    assert_eq!(
+        config.operations(),
+        [
+            "getvalues",
+            "getvalues",
+            "put",
+            "getvalues",
+            "getvalues",
+            "delete"
+        ]
+    );
+}
