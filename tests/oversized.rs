@@ -179,6 +179,26 @@ fn subscription_stats(topic: &str, subscription: &str) -> Value {
     stats["subscriptions"][subscription].clone()
 }
 
+/// Waits until the broker holds nothing unacknowledged for the service of
+/// `persistent://tg/request/{topic}`.
+async fn all_acknowledged(topic: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = subscription_stats(
+            &format!("tg/request/{topic}"),
+            &format!("{topic}-service-request"),
+        );
+        if stats["msgBacklog"] == 0 && stats["unackedMessages"] == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "requests are still unacknowledged: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redelivered() {
     let serving = support::InProcess::start(&["it-oversized-durable-service"]).await;
@@ -206,21 +226,7 @@ async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redeliver
         ),
         "{metrics}"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stats = subscription_stats(
-            "tg/request/it-oversized-durable",
-            "it-oversized-durable-service-request",
-        );
-        if stats["msgBacklog"] == 0 && stats["unackedMessages"] == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the requests are still unacknowledged: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    all_acknowledged("it-oversized-durable").await;
     let reports = serving.stop().await;
     assert_eq!(reports["it-oversized-durable-service"].answered, 2);
 }
@@ -503,21 +509,7 @@ async fn a_request_whose_notice_is_refused_too_is_redelivered_until_answered() {
     assert_eq!(id.as_deref(), Some("kept"));
     assert_eq!(frame, Frame::last(Ok("kept".into())));
     raw.assert_quiet("the answer").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stats = subscription_stats(
-            "tg/request/it-notice-refused",
-            "it-notice-refused-service-request",
-        );
-        if stats["msgBacklog"] == 0 && stats["unackedMessages"] == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the request is still unacknowledged: {stats}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    all_acknowledged("it-notice-refused").await;
     let reports = serving.stop().await;
     assert_eq!(reports["it-notice-refused-service"].answered, 1);
 }

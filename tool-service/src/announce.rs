@@ -271,12 +271,8 @@ impl fmt::Display for Announced {
             f,
             "{how} in workspace `{}`: services {}; tools {}",
             self.workspace,
-            self.services.join(", "),
-            if self.tools.is_empty() {
-                String::from("none")
-            } else {
-                self.tools.join(", ")
-            }
+            names(&self.services),
+            names(&self.tools)
         )?;
         for clash in &self.replaced {
             write!(f, "; replaced: {clash}")?;
@@ -306,17 +302,18 @@ impl fmt::Display for Withdrawn {
             f,
             "withdrawn from workspace `{}`: services {}; tools {}",
             self.workspace,
-            if self.services.is_empty() {
-                String::from("none")
-            } else {
-                self.services.join(", ")
-            },
-            if self.tools.is_empty() {
-                String::from("none")
-            } else {
-                self.tools.join(", ")
-            }
+            names(&self.services),
+            names(&self.tools)
         )
+    }
+}
+
+/// `a, b`, or `none`.
+fn names(names: &[String]) -> String {
+    if names.is_empty() {
+        String::from("none")
+    } else {
+        names.join(", ")
     }
 }
 
