@@ -341,13 +341,13 @@ fn dry_run_prints_the_one_request_and_sends_nothing() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let stdout = text(&output.stdout);
-    let (request, note) = stdout.rsplit_once("}\n").unwrap();
     assert_eq!(
-        note,
-        "(dry run: nothing was sent; it would go to non-persistent://tg/request/config:team-a)\n"
+        text(&output.stderr),
+        "dry run: nothing was sent; the request would go to \
+         non-persistent://tg/request/config:team-a\n"
     );
-    let request: Value = serde_json::from_str(&format!("{request}}}")).unwrap();
+    // Standard output is the request alone, ready for a pipe.
+    let request: Value = serde_json::from_slice(&output.stdout).unwrap();
     let descriptors: Value = serde_json::from_slice(
         &Command::new(support::example("echo"))
             .arg("descriptors")

@@ -44,6 +44,7 @@ pub(super) async fn run(
     change: Change,
     args: TargetArgs,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> CliResult {
     let announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
     if args.dry_run {
@@ -54,8 +55,8 @@ pub(super) async fn run(
         serde_json::to_writer_pretty(&mut *out, &request)?;
         writeln!(out)?;
         writeln!(
-            out,
-            "(dry run: nothing was sent; it would go to {})",
+            err,
+            "dry run: nothing was sent; the request would go to {}",
             announce::request_queue(announcement.workspace())
         )?;
         return Ok(ExitCode::SUCCESS);

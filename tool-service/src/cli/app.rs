@@ -180,7 +180,7 @@ impl App {
         let result = if command.worker_threads().is_some() {
             Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
         } else {
-            self.execute(registry, *command, out).await
+            self.execute(registry, *command, out, err).await
         };
         report(result, err)
     }
@@ -212,17 +212,23 @@ impl App {
             runtime.worker_threads(1);
         }
         let result = match runtime.enable_all().build() {
-            Ok(runtime) => runtime.block_on(self.execute(registry, *command, out)),
+            Ok(runtime) => runtime.block_on(self.execute(registry, *command, out, err)),
             Err(error) => Err(error.into()),
         };
         report(result, err)
     }
 
     /// Builds the state, runs the command with it, then closes it.
-    async fn execute(self, registry: Registry, command: Run, out: &mut dyn Write) -> CliResult {
+    async fn execute(
+        self,
+        registry: Registry,
+        command: Run,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> CliResult {
         #[cfg(feature = "pulsar")]
         if let Run::Config(change, target) = command {
-            return super::announce::run(&registry, change, target, out).await;
+            return super::announce::run(&registry, change, target, out, err).await;
         }
         let state = match self.setup {
             Some(setup) => setup()
