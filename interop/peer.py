@@ -57,7 +57,7 @@ class Replica:
 
 
 async def trustgraph_client(topic, timeout=30):
-    """DESIGN §6: a tool-service caller as TrustGraph 2.11.1 builds it."""
+    """A tool-service caller as TrustGraph 2.11.1 builds it."""
     backend = AsyncPulsarBackend(PULSAR_URL)
     rr = await RequestResponseClient.create(
         backend=backend,

@@ -187,8 +187,13 @@ async fn with_no_config_service_announce_fails_within_its_timeout() {
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
 }
 
+/// The `joke` example's topic is shared: a replica of one test stopping
+/// while another test calls would lose that test's request.
+static JOKE_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_announce_keeps_serving_and_retries_while_no_config_service_answers() {
+    let _joke_topic = JOKE_TOPIC.lock().await;
     let metrics_port = support::free_port().to_string();
     let replica = Replica::start(
         "joke",
@@ -394,6 +399,7 @@ fn dry_run_prints_the_one_request_and_sends_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn withdraw_on_exit_takes_the_items_away_at_shutdown() {
+    let _joke_topic = JOKE_TOPIC.lock().await;
     let config = ScriptedConfig::start("it-exit", None).await;
     let replica = Replica::start(
         "joke",
@@ -422,4 +428,60 @@ async fn withdraw_on_exit_takes_the_items_away_at_shutdown() {
             "delete"
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
+    // TrustGraph's agent reloads only the types a change names: a delete of
+    // the `tool-service` alone would leave it with no tools at all.
+    let config = ScriptedConfig::start("it-padding", None).await;
+    let announce = run(
+        "joke",
+        &["announce", "--workspace", "it-padding", "--timeout", "10s"],
+    );
+    assert!(announce.status.success(), "{}", text(&announce.stderr));
+    // Our tool was deleted by hand; someone else's remains.
+    config
+        .store
+        .lock()
+        .unwrap()
+        .remove(&("tool".into(), "tell-joke".into()));
+    let other = json!({"type": "tool-service", "name": "their-tool", "description": "Theirs",
+        "service": "their-jokes", "arguments": []});
+    config.put("tool", "their-tool", &other);
+
+    let withdrawn = run(
+        "joke",
+        &["withdraw", "--workspace", "it-padding", "--timeout", "10s"],
+    );
+    assert!(withdrawn.status.success(), "{}", text(&withdrawn.stderr));
+    assert_eq!(
+        text(&withdrawn.stdout),
+        "withdrawn from workspace `it-padding`: services joke-service; tools none\n"
+    );
+    let last = config.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        last,
+        json!({"operation": "delete", "workspace": "it-padding", "keys": [
+            {"type": "tool-service", "key": "joke-service"},
+            {"type": "tool", "key": "tell-joke"},
+        ]})
+    );
+    assert_eq!(
+        config.keys(),
+        [("tool".to_owned(), "their-tool".to_owned())]
+    );
+
+    // Nothing of ours left: nothing is sent.
+    let requests = config.requests.lock().unwrap().len();
+    let again = run(
+        "joke",
+        &["withdraw", "--workspace", "it-padding", "--timeout", "10s"],
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        text(&again.stdout),
+        "nothing to withdraw in workspace `it-padding`\n"
+    );
+    assert_eq!(config.operations()[requests..], ["getvalues", "getvalues"]);
 }

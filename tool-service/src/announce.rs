@@ -496,23 +496,38 @@ impl<'a> Workspace<'a> {
                 Err(Silent) => Err(AnnounceError::Timeout { queue, timeout }),
             };
         }
-        let (reply, registered) = tokio::join!(
-            self.exchange.request(body),
-            registered(self.pulsar, self.name, timeout)
-        );
+        // Boxed: the client's futures are large, and two side by side would
+        // crowd a worker thread's stack.
+        let mut reply = Box::pin(self.exchange.request(body));
+        let mut probe = Box::pin(registered(self.pulsar, self.name, timeout));
+        // The probe runs while the reply is awaited, and is dropped as soon
+        // as the reply comes.
+        let mut probed = None;
+        let reply = loop {
+            tokio::select! {
+                reply = &mut reply => break reply,
+                result = &mut probe, if probed.is_none() => probed = Some(result),
+            }
+        };
         match reply? {
             Ok(reply) => {
                 self.answered = true;
                 Ok(reply)
             }
-            Err(Silent) => Err(match registered? {
-                Some(true) => AnnounceError::Timeout { queue, timeout },
-                Some(false) => AnnounceError::NoWorkspace {
-                    workspace: self.name.to_owned(),
-                    queue,
-                },
-                None => AnnounceError::NoConfigService { queue, timeout },
-            }),
+            Err(Silent) => {
+                let registered = match probed {
+                    Some(result) => result,
+                    None => probe.await,
+                };
+                Err(match registered? {
+                    Some(true) => AnnounceError::Timeout { queue, timeout },
+                    Some(false) => AnnounceError::NoWorkspace {
+                        workspace: self.name.to_owned(),
+                        queue,
+                    },
+                    None => AnnounceError::NoConfigService { queue, timeout },
+                })
+            }
         }
     }
 
@@ -650,28 +665,42 @@ pub async fn withdraw(
     timeout: Duration,
 ) -> Result<Withdrawn, AnnounceError> {
     let mut workspace = open(pulsar, &announcement.workspace, timeout).await?;
-    let services: Vec<String> = workspace
-        .values(TOOL_SERVICE)
-        .await?
+    let live_services = workspace.values(TOOL_SERVICE).await?;
+    let live_tools = workspace.values(TOOL).await?;
+    let services: Vec<String> = live_services
         .into_keys()
         .filter(|id| announcement.owns(id))
         .collect();
-    let tools: Vec<String> = workspace
-        .values(TOOL)
-        .await?
-        .into_iter()
+    let tools: Vec<String> = live_tools
+        .iter()
         .filter(|(_, tool)| {
             tool["service"]
                 .as_str()
                 .is_some_and(|id| announcement.owns(id))
         })
-        .map(|(name, _)| name)
+        .map(|(name, _)| name.clone())
         .collect();
     if !services.is_empty() || !tools.is_empty() {
-        let keys: Vec<(&str, &str)> = services
+        let mut keys: Vec<(&str, String)> = services
             .iter()
-            .map(|id| (TOOL_SERVICE, id.as_str()))
-            .chain(tools.iter().map(|name| (TOOL, name.as_str())))
+            .map(|id| (TOOL_SERVICE, id.clone()))
+            .chain(tools.iter().map(|name| (TOOL, name.clone())))
+            .collect();
+        // The push names the types of the request, and the agent reloads
+        // only those: a `tool-service` alone leaves it with no tools at all,
+        // a `tool` alone fails its reload. So both types go in, the missing
+        // one as a key the config does not hold (deleting it changes
+        // nothing).
+        if services.is_empty() {
+            let id = announcement.tree.tool_service.keys().next();
+            keys.push((TOOL_SERVICE, id.cloned().unwrap_or_default()));
+        }
+        if tools.is_empty() {
+            keys.push((TOOL, absent_tool(announcement, &live_tools)));
+        }
+        let keys: Vec<(&str, &str)> = keys
+            .iter()
+            .map(|(kind, key)| (*kind, key.as_str()))
             .collect();
         workspace
             .request(&delete_request(&announcement.workspace, &keys))
@@ -682,6 +711,24 @@ pub async fn withdraw(
         services,
         tools,
     })
+}
+
+/// A tool name that `live` does not hold: one of the announcement's, else
+/// a service id, suffixed until it is free.
+fn absent_tool(announcement: &Announcement, live: &BTreeMap<String, Value>) -> String {
+    let names = announcement
+        .tree
+        .tool
+        .keys()
+        .chain(announcement.tree.tool_service.keys());
+    if let Some(name) = names.clone().find(|name| !live.contains_key(*name)) {
+        return name.clone();
+    }
+    let base = names.last().cloned().unwrap_or_default();
+    (1..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| !live.contains_key(name))
+        .expect("a free name")
 }
 
 /// Announces with backoff (1 s, doubling, up to a minute) until it is done

@@ -1,0 +1,509 @@
+"""TrustGraph's own config service and ReAct agent, in this Python process.
+
+What runs (one asyncio loop in a background thread; `TrustGraphStack.stop()`
+ends it, every wait is bounded):
+
+- TrustGraph's config service (trustgraph-flow 2.11.1,
+  `trustgraph.config.service.service.Processor`): request handling,
+  per-workspace queues, versions and pushes are TrustGraph's code; only its
+  Cassandra table store is replaced by `MemoryConfigTableStore`; the store needs the methods the config service calls.
+  The workspace `broken` stores nothing: its put/delete raise, so TrustGraph's
+  own handler answers with a genuine `config-error` reply.
+- TrustGraph's ReAct agent (`trustgraph.agent.react.service.Processor`), with
+  its flow configured as `tg-start-flow` would (`processor:agent-manager`,
+  with all 20 topic keys) and its 2.11.1 tool-service client bug patched (agent_patch.py).
+- `ScriptedLLM`, a stand-in for the prompt service: it calls `tell-joke`, then
+  answers with the observation, and records the tools it was offered.
+- `Librarian`, a stand-in acking the agent's provenance saves.
+
+The config queues (`request:tg:config`, `config:<ws>`) have fixed names, so one
+stack per broker: `start()` refuses to run next to another config service.
+The agent's own queues carry a per-process tag, so they do not clash.
+"""
+
+import asyncio
+import collections
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import types
+import uuid
+
+PULSAR_URL = os.environ.get("PULSAR_URL", "pulsar://127.0.0.1:6650")
+BROKEN_WORKSPACE = "broken"
+BROKEN_MESSAGE = "storage is unavailable for workspace 'broken' (injected by the test harness)"
+
+
+class MemoryConfigTableStore:
+    """`trustgraph.tables.config.ConfigTableStore` (Cassandra) in a dict, same
+    methods and return shapes. Put/delete in workspace `broken` raise."""
+
+    def __init__(self, *_cassandra_settings):
+        self.rows = {}  # (workspace, type, key) -> value
+        self.version = 0
+
+    def _check(self, workspace):
+        if workspace == BROKEN_WORKSPACE:
+            raise RuntimeError(BROKEN_MESSAGE)
+
+    async def inc_version(self):
+        self.version += 1
+
+    async def get_version(self):
+        return self.version
+
+    async def put_config(self, workspace, cls, key, value):
+        self._check(workspace)
+        self.rows[(workspace, cls, key)] = value
+
+    async def delete_key(self, workspace, cls, key):
+        self._check(workspace)
+        self.rows.pop((workspace, cls, key), None)
+
+    async def get_value(self, workspace, cls, key):
+        return self.rows.get((workspace, cls, key))
+
+    async def get_values(self, workspace, cls):
+        return [[k, v] for (w, c, k), v in sorted(self.rows.items()) if (w, c) == (workspace, cls)]
+
+    async def get_values_all_ws(self, cls):
+        return [(w, k, v) for (w, c, k), v in sorted(self.rows.items()) if c == cls]
+
+    async def get_keys_all_ws(self, cls):
+        return [(w, k) for (w, c, k) in sorted(self.rows) if c == cls]
+
+    async def get_all(self):
+        return [(w, c, k, v) for (w, c, k), v in sorted(self.rows.items())]
+
+    async def get_all_for_workspace(self, workspace):
+        return [(c, k, v) for (w, c, k), v in sorted(self.rows.items()) if w == workspace]
+
+    async def get_keys(self, workspace, cls):
+        return [k for (w, c, k) in sorted(self.rows) if (w, c) == (workspace, cls)]
+
+
+def _install_memory_store():
+    """Must run before `trustgraph.config.service` is imported (its
+    `config.py` imports the store, whose real module needs the Cassandra driver)."""
+    module = sys.modules.get("trustgraph.tables.config")
+    if module is None or getattr(module, "ConfigTableStore", None) is not MemoryConfigTableStore:
+        module = types.ModuleType("trustgraph.tables.config")
+        module.ConfigTableStore = MemoryConfigTableStore
+        sys.modules["trustgraph.tables.config"] = module
+
+
+_install_memory_store()
+
+import agent_patch  # noqa: E402
+from trustgraph.agent.react.service import Processor as AgentProcessor  # noqa: E402
+from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend  # noqa: E402
+from trustgraph.base.request_response_client import RequestResponseClient  # noqa: E402
+from trustgraph.config.service.service import Processor as ConfigProcessor  # noqa: E402
+from trustgraph.schema import (  # noqa: E402
+    AgentRequest,
+    AgentResponse,
+    ConfigKey,
+    ConfigRequest,
+    ConfigResponse,
+    ConfigValue,
+    Error,
+    LibrarianRequest,
+    LibrarianResponse,
+    PromptRequest,
+    PromptResponse,
+)
+
+agent_patch.apply()
+
+
+def flow_definition(tag):
+    """`processor:agent-manager` / `default`: all 20 topic keys (a missing one leaves the flow silently dead)."""
+    def pair(name):
+        return {f"{name}-request": f"request:tg:{name}:{tag}", f"{name}-response": f"response:tg:{name}:{tag}"}
+
+    topics = {
+        "request": f"request:tg:agent:{tag}",
+        "next": f"request:tg:agent:{tag}",
+        "response": f"response:tg:agent:{tag}",
+        "explainability": f"flow:tg:explainability:{tag}",
+    }
+    for name in ("prompt", "text-completion", "mcp-tool", "graph-rag", "structured-query",
+                 "embeddings", "row-embeddings-query", "librarian"):
+        topics |= pair(name)
+    assert len(topics) == 20
+    return {"topics": topics, "parameters": {}}
+
+
+def _json(value):
+    return json.loads(value) if value else value
+
+
+class ScriptedLLM:
+    """Stands in for the prompt service on the agent's `prompt-request` queue
+    (PromptRequest id "agent-react"). First turn: call `action` (default
+    `tell-joke` on programming) if the agent offered it; once an observation is
+    in the history: a Final Answer quoting it verbatim. `calls` records each
+    request's terms, so a test can see which tools the agent offered."""
+
+    def __init__(self, action="tell-joke", arguments=None):
+        self.action = action
+        self.arguments = arguments if arguments is not None else {"topic": "programming"}
+        self.calls = []
+
+    def answer(self, terms):
+        history = terms.get("history") or []
+        offered = [tool["name"] for tool in terms.get("tools") or []]
+        if history:
+            return f"Thought: the tool answered.\nFinal Answer: {history[-1]['observation']}"
+        if self.action in offered:
+            return (f"Thought: I should use {self.action}.\nAction: {self.action}\n"
+                    f"Args: {json.dumps(self.arguments)}")
+        return f"Thought: no {self.action} tool.\nFinal Answer: no tool named {self.action} was offered (offered: {offered})"
+
+    async def serve(self, backend, request_topic, response_topic):
+        consumer = await backend.create_consumer(request_topic, f"llm-{uuid.uuid4().hex[:8]}", PromptRequest)
+        producer = await backend.create_producer(response_topic, PromptResponse)
+        try:
+            while True:
+                msg = await consumer.receive()
+                await consumer.acknowledge(msg)
+                request = msg.value()
+                terms = {key: _json(value) for key, value in request.terms.items()}
+                self.calls.append({"id": request.id, **terms})
+                if request.id != "agent-react":
+                    reply = PromptResponse(error=Error(type="llm-error", message=f"no script for prompt {request.id}"),
+                                           end_of_stream=True)
+                else:
+                    reply = PromptResponse(text=self.answer(terms), end_of_stream=True)
+                await producer.send(reply, {"id": msg.properties()["id"]})
+        finally:
+            await consumer.close()
+            await producer.close()
+
+
+class Librarian:
+    """Acks the agent's provenance saves (`add-document`, 3 per one-tool
+    question); without it each waits the librarian timeout (120 s by default)."""
+
+    def __init__(self):
+        self.operations = []
+
+    async def serve(self, backend, request_topic, response_topic):
+        consumer = await backend.create_consumer(request_topic, f"librarian-{uuid.uuid4().hex[:8]}", LibrarianRequest)
+        producer = await backend.create_producer(response_topic, LibrarianResponse)
+        try:
+            while True:
+                msg = await consumer.receive()
+                await consumer.acknowledge(msg)
+                self.operations.append(msg.value().operation)
+                await producer.send(LibrarianResponse(error=None, is_final=True), {"id": msg.properties()["id"]})
+        finally:
+            await consumer.close()
+            await producer.close()
+
+
+class Answer:
+    """What the agent said to one question."""
+
+    def __init__(self, messages):
+        self.messages = messages
+        self.text = "".join(m.content for m in messages if m.message_type == "answer")
+        self.observations = [m.content for m in messages if m.message_type == "observation"]
+
+    def __repr__(self):
+        return f"Answer(text={self.text!r}, observations={self.observations!r})"
+
+
+class _LogTail(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines = collections.deque(maxlen=60)
+
+    def emit(self, record):
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+class TrustGraphStack:
+    """Start with `TrustGraphStack().start()`; stop with `.stop()`. Helpers
+    are synchronous (for pytest) and bounded; they run on the stack's loop."""
+
+    WORKSPACES = ("default", BROKEN_WORKSPACE)
+
+    def __init__(self, url=PULSAR_URL, startup_timeout=60):
+        self.url = url
+        self.startup_timeout = startup_timeout
+        self.tag = f"e2e-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.flow = flow_definition(self.tag)
+        self.llm = ScriptedLLM()
+        self.librarian = Librarian()
+        self.log = _LogTail()
+        self._loop = None
+        self._thread = None
+        self._started = threading.Event()
+        self._startup_error = None
+        self._stopping = None  # asyncio.Event, made on the loop
+        self._config_clients = {}
+
+    # ---- lifecycle ------------------------------------------------------
+
+    def start(self):
+        logging.getLogger("trustgraph").addHandler(self.log)
+        logging.getLogger("trustgraph").setLevel(logging.INFO)
+        self._thread = threading.Thread(target=self._run, name="trustgraph-stack", daemon=True)
+        self._thread.start()
+        if not self._started.wait(self.startup_timeout + 10):
+            self.stop()
+            raise AssertionError(f"the TrustGraph stack did not start within {self.startup_timeout}s\n{self.tail()}")
+        if self._startup_error is not None:
+            self.stop()
+            raise AssertionError(f"the TrustGraph stack did not start: {self._startup_error}\n{self.tail()}")
+        return self
+
+    def stop(self, timeout=30):
+        """Stops both processors and the stand-ins; idempotent."""
+        if self._thread is None:
+            return
+        if self._loop is not None and self._stopping is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._stopping.set)
+            except RuntimeError:  # the loop has ended already (a failed start)
+                pass
+        self._thread.join(timeout)
+        alive = self._thread.is_alive()
+        self._thread = None
+        logging.getLogger("trustgraph").removeHandler(self.log)
+        assert not alive, f"the TrustGraph stack did not stop within {timeout}s\n{self.tail()}"
+
+    def tail(self):
+        return "last TrustGraph log lines:\n  " + "\n  ".join(self.log.lines)
+
+    def _run(self):
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # reported by start(), or visible in the log tail
+            self._startup_error = self._startup_error or repr(e)
+            self._started.set()
+
+    async def _main(self):
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self.backend = AsyncPulsarBackend(self.url)
+        tasks, processors = [], []
+        try:
+            async with asyncio.timeout(self.startup_timeout):
+                await self._refuse_a_second_config_service()
+                config = ConfigProcessor(id="config-svc", pulsar_host=self.url)
+                await config.start()
+                processors.append(config)
+                self.config_service = config
+                for workspace in self.WORKSPACES:
+                    await self._register_workspace(workspace)
+                await self._config_request("default", ConfigRequest(operation="put", values=[ConfigValue(
+                    type="processor:agent-manager", key="default", value=json.dumps(self.flow))]))
+                topics = self.flow["topics"]
+                tasks.append(asyncio.create_task(self.llm.serve(
+                    self.backend, topics["prompt-request"], topics["prompt-response"])))
+                tasks.append(asyncio.create_task(self.librarian.serve(
+                    self.backend, topics["librarian-request"], topics["librarian-response"])))
+                agent = AgentProcessor(id="agent-manager", pulsar_host=self.url, config_timeout=10,
+                                       librarian_timeout=10, prompt_timeout=30)
+                await agent.start()
+                processors.append(agent)
+                self.agent = agent
+                await self._until(lambda: ("default", "default") in agent.flows, 20,
+                                  "the agent did not start its flow from processor:agent-manager")
+                self.questions = await RequestResponseClient.create(
+                    backend=self.backend, request_topic=topics["request"], response_topic=topics["response"],
+                    request_schema=AgentRequest, response_schema=AgentResponse, default_timeout=60)
+        except TimeoutError:
+            self._startup_error = (f"not up within {self.startup_timeout}s: is a Pulsar broker at {self.url}? "
+                                   f"(scripts/pulsar.sh status / start)")
+        except BaseException as e:
+            self._startup_error = f"{type(e).__name__}: {e}"
+        self._started.set()
+        try:
+            if self._startup_error is None:
+                await self._stopping.wait()
+        finally:
+            await self._shut_down(tasks, processors)
+
+    async def _shut_down(self, tasks, processors):
+        """Closes clients before their connections, so no receive loop
+        outlives its consumer (TrustGraph's stop() leaves flows running)."""
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        clients = list(self._config_clients.values())
+        if getattr(self, "questions", None) is not None:
+            clients.append(self.questions)
+        for processor in reversed(processors):
+            processor.running = False
+            try:
+                async with asyncio.timeout(10):
+                    for workspace, flow in list(getattr(processor, "flows", {})):
+                        await processor.stop_flow(workspace, flow)
+                    for client in getattr(processor, "tool_service_clients", {}).values():
+                        await client.close()
+                    await processor.stop()
+            except Exception as e:
+                logging.getLogger(__name__).warning(f"stopping {processor.id}: {e!r}")
+        for client in clients:
+            await client.close()
+        await self.backend.close()
+
+    async def _refuse_a_second_config_service(self):
+        client = await RequestResponseClient.create(
+            backend=self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
+            request_schema=ConfigRequest, response_schema=ConfigResponse)
+        try:
+            await client.request(ConfigRequest(operation="getkeys-all-ws", type="workspace"), timeout=1.5)
+        except asyncio.TimeoutError:
+            return
+        finally:
+            await client.close()
+        raise RuntimeError("another TrustGraph config service already answers on request:tg:config "
+                           "on this broker; stop it (one stack per broker: the config queues have fixed names)")
+
+    async def _register_workspace(self, workspace):
+        """The `__workspaces__` registration (a system-queue put, which TrustGraph's IAM service makes in a deployment), then wait for `config:<ws>`."""
+        client = await RequestResponseClient.create(
+            backend=self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
+            request_schema=ConfigRequest, response_schema=ConfigResponse)
+        try:
+            reply = await client.request(ConfigRequest(
+                operation="put", workspace="__workspaces__",
+                values=[ConfigValue(type="workspace", key=workspace, value=json.dumps({"enabled": True}))]),
+                timeout=10)
+            assert reply.error is None, reply.error
+        finally:
+            await client.close()
+        deadline = time.monotonic() + 15
+        while True:  # a request sent before the consumer exists is lost: retry
+            try:
+                await self._config_request(workspace, ConfigRequest(operation="config"), timeout=1)
+                return
+            except asyncio.TimeoutError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"config:{workspace} did not answer after the __workspaces__ put")
+
+    async def _config_request(self, workspace, request, timeout=10):
+        client = self._config_clients.get(workspace)
+        if client is None:
+            client = await RequestResponseClient.create(
+                backend=self.backend,
+                request_topic=f"non-persistent://tg/request/config:{workspace}",
+                response_topic=f"non-persistent://tg/response/config:{workspace}",
+                request_schema=ConfigRequest, response_schema=ConfigResponse)
+            self._config_clients[workspace] = client
+        return await client.request(request, timeout=timeout)
+
+    @staticmethod
+    async def _until(condition, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} within {timeout}s")
+            await asyncio.sleep(0.05)
+
+    def _call(self, coroutine, timeout, what):
+        assert self._thread is not None and self._startup_error is None, "the TrustGraph stack is not running"
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise AssertionError(f"{what}: no answer within {timeout}s\n{self.tail()}") from None
+
+    # ---- helpers for tests -----------------------------------------------
+
+    def config_request(self, request, workspace="default", timeout=10):
+        """One request on `config:<workspace>`; the raw ConfigResponse."""
+        return self._call(self._config_request(workspace, request, timeout), timeout + 5,
+                          f"the config service on config:{workspace}")
+
+    def snapshot(self, workspace="default"):
+        """(version, {type: {key: parsed JSON}}) from one `config` request."""
+        reply = self.config_request(ConfigRequest(operation="config"), workspace)
+        assert reply.error is None, reply.error
+        return reply.version, {t: {k: json.loads(v) for k, v in items.items()} for t, items in reply.config.items()}
+
+    def config(self, workspace="default"):
+        """The workspace's config tree, values parsed."""
+        return self.snapshot(workspace)[1]
+
+    def put(self, tree, workspace="default"):
+        """Puts a tree {type: {key: item}} (e.g. `joke descriptors`) in ONE put."""
+        values = [ConfigValue(type=t, key=k, value=json.dumps(item)) for t, items in tree.items() for k, item in items.items()]
+        reply = self.config_request(ConfigRequest(operation="put", values=values), workspace)
+        assert reply.error is None, reply.error
+
+    def delete(self, keys, workspace="default"):
+        """Deletes [(type, key), …] in ONE delete."""
+        reply = self.config_request(ConfigRequest(operation="delete", keys=[ConfigKey(type=t, key=k) for t, k in keys]),
+                                    workspace)
+        assert reply.error is None, reply.error
+
+    def clear_tools(self, workspace="default", timeout=15):
+        """Deletes every tool and tool-service item; waits until the agent has none."""
+        tree = self.config(workspace)
+        keys = [(t, k) for t in ("tool", "tool-service") for k in tree.get(t, {})]
+        if keys:
+            self.delete(keys, workspace)
+        return self.wait_for_tools(lambda tools: not tools, timeout, "the agent to drop every tool", workspace)
+
+    def tools(self, workspace="default"):
+        """The agent's loaded tools now: {name: the tool's config item}."""
+        async def read():
+            manager = self.agent.agents.get(workspace)
+            return {} if manager is None else {name: tool.config for name, tool in manager.tools.items()}
+        return self._call(read(), 5, "reading the agent's tools")
+
+    def wait_for_tools(self, predicate, timeout=15, what="the agent's tools to change", workspace="default"):
+        """Polls the agent's loaded tools until predicate(tools) holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            tools = self.tools(workspace)
+            if predicate(tools):
+                return tools
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}; the agent has {sorted(tools)}, the config "
+                    f"service has {sorted(self.config(workspace).get('tool', {}))} (a config push the agent did "
+                    f"not apply? see the log)\n{self.tail()}")
+            time.sleep(0.1)
+
+    def ask(self, question, timeout=30):
+        """Puts a question to the agent; returns its Answer once end_of_dialog."""
+        async def converse():
+            messages = []
+            async for response in self.questions.request_stream(AgentRequest(question=question, group=None),
+                                                                timeout=timeout):
+                messages.append(response)
+                if response.end_of_dialog:
+                    return messages
+
+        messages = self._call(asyncio.wait_for(converse(), timeout), timeout + 5, f"the agent asked {question!r}")
+        last = messages[-1]
+        assert last.error is None and last.message_type != "error", \
+            f"the agent answered with an error: {last.error or last.content}\n{self.tail()}"
+        return Answer(messages)
+
+
+if __name__ == "__main__":
+    # Manual check: start the stack, put the joke descriptors, ask.
+    # `joke serve` must run (interop/conftest.py's replicas, or by hand).
+    import subprocess
+    logging.basicConfig(level=logging.WARNING)
+    stack = TrustGraphStack().start()
+    try:
+        examples = os.environ["TOOL_SERVICE_EXAMPLES"]
+        stack.put(json.loads(subprocess.run([f"{examples}/joke", "descriptors"], check=True,
+                                            capture_output=True).stdout))
+        print("tools:", sorted(stack.wait_for_tools(lambda t: "tell-joke" in t, 15, "tell-joke")))
+        print(stack.ask("Tell me a programming joke"))
+        print("offered:", [[t["name"] for t in c["tools"]] for c in stack.llm.calls])
+    finally:
+        stack.stop()
