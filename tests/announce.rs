@@ -485,3 +485,33 @@ async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
     );
     assert_eq!(config.operations()[requests..], ["getvalues", "getvalues"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
+    let _joke_topic = JOKE_TOPIC.lock().await;
+    let config = ScriptedConfig::start("it-serve-clash", None).await;
+    let theirs = json!({"type": "tool-service", "name": "tell-joke", "description": "Theirs",
+        "service": "their-jokes", "arguments": []});
+    config.put("tool", "tell-joke", &theirs);
+    let mut replica = Replica::start("joke", &["--announce", "--workspace", "it-serve-clash"]);
+    let lines = replica.wait_for_log("not announced", Duration::from_secs(30));
+    assert!(
+        lines.last().unwrap().contains(
+            "ERROR tool_service::announce: not announced: tool `tell-joke` belongs to service \
+             `their-jokes`; nothing was announced (pass --replace to overwrite them)"
+        ),
+        "{lines:?}"
+    );
+    let joke = support::client("non-persistent", "joke").await;
+    let answer = joke
+        .call(&json!({}), &json!({"topic": "food"}))
+        .await
+        .unwrap();
+    assert!(answer.contains("seafood"), "{answer}");
+    assert!(replica.is_running());
+    // No second attempt: the clash needs someone to act.
+    assert_eq!(config.operations(), ["getvalues", "getvalues"]);
+    assert_eq!(config.item("tool", "tell-joke").unwrap(), theirs);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{}", lines.join("\n"));
+}

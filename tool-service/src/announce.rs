@@ -733,7 +733,10 @@ fn absent_tool(announcement: &Announcement, live: &BTreeMap<String, Value>) -> S
 
 /// Announces with backoff (1 s, doubling, up to a minute) until it is done
 /// or the error is not [transient](AnnounceError::is_transient); logs each
-/// attempt. What `serve --announce` runs beside the services.
+/// attempt. What `serve --announce` runs beside the services, once per
+/// start: not again after a broker reconnect, since the items live in the
+/// config service's own store, and putting them again would only make every
+/// agent reload.
 pub async fn keep_announcing(
     pulsar: &Pulsar<TokioExecutor>,
     announcement: &Announcement,
