@@ -29,6 +29,20 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The standard output of a command that must have succeeded.
+fn succeeded(output: &Output) -> String {
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stdout)
+}
+
+/// `joke withdraw` from `workspace`, which must succeed; its output.
+fn withdraw(workspace: &str) -> String {
+    succeeded(&run(
+        "joke",
+        &["withdraw", "--workspace", workspace, "--timeout", "10s"],
+    ))
+}
+
 /// A stand-in for TrustGraph's config service on one workspace's queues:
 /// answers `getvalues`, `put` and `delete` from a store, or every request
 /// with `refusal`; records each request.
@@ -57,13 +71,9 @@ impl ScriptedConfig {
             async move {
                 while let Some(Ok(message)) = consumer.next().await {
                     let _ = consumer.ack(&message).await;
-                    let id = message
-                        .metadata()
-                        .properties
-                        .iter()
-                        .find(|property| property.key == "id")
-                        .map(|property| property.value.clone())
-                        .unwrap_or_default();
+                    let id = tool_service::broker::message_id(&message)
+                        .unwrap_or_default()
+                        .to_owned();
                     let request: Value = serde_json::from_slice(&message.payload.data).unwrap();
                     requests.lock().unwrap().push(request.clone());
                     let reply = match &refusal {
@@ -286,10 +296,9 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
     assert_eq!(config.operations(), ["getvalues", "getvalues"]);
     assert_eq!(config.item("tool", "tell-joke").unwrap(), theirs);
 
-    let replaced = announce(&["--replace"]);
-    assert!(replaced.status.success(), "{}", text(&replaced.stderr));
+    let replaced = succeeded(&announce(&["--replace"]));
     assert_eq!(
-        text(&replaced.stdout),
+        replaced,
         "announced in workspace `it-clash`: services joke-service; tools tell-joke; replaced: \
          tool `tell-joke` belongs to service `their-jokes`\n"
     );
@@ -301,10 +310,9 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
     assert_eq!(puts, 1);
 
     // The same items again: nothing is written, so no agent reloads.
-    let again = announce(&[]);
-    assert!(again.status.success(), "{}", text(&again.stderr));
+    let again = succeeded(&announce(&[]));
     assert_eq!(
-        text(&again.stdout),
+        again,
         "already announced in workspace `it-clash`: services joke-service; tools tell-joke\n"
     );
     let puts = config.operations().iter().filter(|op| *op == "put").count();
@@ -314,13 +322,9 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
     let other = json!({"type": "tool-service", "name": "their-tool", "description": "Theirs",
         "service": "their-jokes", "arguments": []});
     config.put("tool", "their-tool", &other);
-    let withdrawn = run(
-        "joke",
-        &["withdraw", "--workspace", "it-clash", "--timeout", "10s"],
-    );
-    assert!(withdrawn.status.success(), "{}", text(&withdrawn.stderr));
+    let withdrawn = withdraw("it-clash");
     assert_eq!(
-        text(&withdrawn.stdout),
+        withdrawn,
         "withdrawn from workspace `it-clash`: services joke-service; tools tell-joke\n"
     );
     assert_eq!(
@@ -435,11 +439,10 @@ async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
     // TrustGraph's agent reloads only the types a change names: a delete of
     // the `tool-service` alone would leave it with no tools at all.
     let config = ScriptedConfig::start("it-padding", None).await;
-    let announce = run(
+    succeeded(&run(
         "joke",
         &["announce", "--workspace", "it-padding", "--timeout", "10s"],
-    );
-    assert!(announce.status.success(), "{}", text(&announce.stderr));
+    ));
     // Our tool was deleted by hand; someone else's remains.
     config
         .store
@@ -450,13 +453,9 @@ async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
         "service": "their-jokes", "arguments": []});
     config.put("tool", "their-tool", &other);
 
-    let withdrawn = run(
-        "joke",
-        &["withdraw", "--workspace", "it-padding", "--timeout", "10s"],
-    );
-    assert!(withdrawn.status.success(), "{}", text(&withdrawn.stderr));
+    let withdrawn = withdraw("it-padding");
     assert_eq!(
-        text(&withdrawn.stdout),
+        withdrawn,
         "withdrawn from workspace `it-padding`: services joke-service; tools none\n"
     );
     let last = config.requests.lock().unwrap().last().cloned().unwrap();
@@ -474,15 +473,8 @@ async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
 
     // Nothing of ours left: nothing is sent.
     let requests = config.requests.lock().unwrap().len();
-    let again = run(
-        "joke",
-        &["withdraw", "--workspace", "it-padding", "--timeout", "10s"],
-    );
-    assert!(again.status.success(), "{}", text(&again.stderr));
-    assert_eq!(
-        text(&again.stdout),
-        "nothing to withdraw in workspace `it-padding`\n"
-    );
+    let again = withdraw("it-padding");
+    assert_eq!(again, "nothing to withdraw in workspace `it-padding`\n");
     assert_eq!(config.operations()[requests..], ["getvalues", "getvalues"]);
 }
 

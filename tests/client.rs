@@ -31,13 +31,9 @@ impl Responder {
             .expect("a request within 30 s")
             .unwrap()
             .unwrap();
-        message
-            .metadata()
-            .properties
-            .iter()
-            .find(|property| property.key == "id")
-            .map(|property| property.value.clone())
+        tool_service::broker::message_id(&message)
             .expect("a request carries an id")
+            .to_owned()
     }
 
     async fn answer(&mut self, id: &str, payload: Vec<u8>) {

@@ -495,12 +495,7 @@ impl RawTopic {
             .unwrap()
             .unwrap();
         self.consumer.ack(&message).await.unwrap();
-        let id = message
-            .metadata()
-            .properties
-            .iter()
-            .find(|property| property.key == "id")
-            .map(|property| property.value.clone());
+        let id = tool_service::broker::message_id(&message).map(str::to_owned);
         (
             id,
             Frame::decode(&message.payload.data).expect("a response frame"),

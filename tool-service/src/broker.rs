@@ -378,8 +378,22 @@ pub(crate) fn response(id: &str, payload: Vec<u8>) -> pulsar::producer::Message 
     }
 }
 
-/// The `id` property of a received message.
-pub(crate) fn message_id<T>(message: &pulsar::consumer::Message<T>) -> Option<&str> {
+/// The `id` property of a received message: how TrustGraph correlates a
+/// response (or a config reply) with its request.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
+/// use futures_util::StreamExt;
+/// use tool_service::broker::{message_id, subscribe_own, BrokerOptions};
+///
+/// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
+/// let mut responses = subscribe_own(&pulsar, "non-persistent://tg/response/joke").await?;
+/// if let Some(Ok(message)) = responses.next().await {
+///     println!("a response to {:?}", message_id(&message));
+/// }
+/// # Ok(()) }
+/// ```
+pub fn message_id<T>(message: &pulsar::consumer::Message<T>) -> Option<&str> {
     message
         .metadata()
         .properties

@@ -27,8 +27,8 @@ fn paired(rounds: usize) {
     let mut bytes = 0;
     let mut hand = || {
         runtime.block_on(async {
-            bytes += tool_service_bench::hand_written("joke", std::hint::black_box(JOKE_REQUEST))
-                .len()
+            bytes +=
+                tool_service_bench::hand_written("joke", std::hint::black_box(JOKE_REQUEST)).len()
         })
     };
     let mut times: Vec<(f64, f64)> = Vec::with_capacity(rounds);
@@ -70,10 +70,7 @@ fn paired(rounds: usize) {
 }
 
 fn main() {
-    if let Some(rounds) = std::env::args()
-        .skip_while(|arg| arg != "--paired")
-        .nth(1)
-    {
+    if let Some(rounds) = std::env::args().skip_while(|arg| arg != "--paired").nth(1) {
         paired(rounds.parse().expect("--paired ROUNDS"));
         return;
     }

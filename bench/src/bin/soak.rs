@@ -84,13 +84,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move {
             while let Some(Ok(message)) = consumer.next().await {
                 let _ = consumer.ack(&message).await;
-                let id = message
-                    .metadata()
-                    .properties
-                    .iter()
-                    .find(|property| property.key == "id")
-                    .map(|property| property.value.clone())
-                    .unwrap_or_default();
+                let id = tool_service::broker::message_id(&message)
+                    .unwrap_or_default()
+                    .to_owned();
                 let Some(n) = id
                     .strip_prefix(&prefix)
                     .and_then(|n| n.parse::<usize>().ok())
