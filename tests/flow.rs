@@ -86,8 +86,45 @@ async fn a_persistent_topic_keeps_what_the_replica_has_no_room_for() {
     }
 }
 
-static HOLD_STARTED: Notify = Notify::const_new();
-static HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
+/// Holds a handler until the test lets it finish.
+struct Hold {
+    started: Notify,
+    release: Semaphore,
+}
+
+impl Hold {
+    const fn new() -> Self {
+        Self {
+            started: Notify::const_new(),
+            release: Semaphore::const_new(0),
+        }
+    }
+
+    /// Says it started, then waits for a release; answers `n`.
+    async fn run(&self, n: u32) -> String {
+        self.started.notify_one();
+        self.release
+            .acquire()
+            .await
+            .expect("the semaphore stays open")
+            .forget();
+        n.to_string()
+    }
+
+    /// Waits until a handler has started.
+    async fn started(&self) {
+        tokio::time::timeout(Duration::from_secs(30), self.started.notified())
+            .await
+            .expect("the first request starts");
+    }
+
+    /// Lets `n` handlers finish.
+    fn release(&self, n: usize) {
+        self.release.add_permits(n);
+    }
+}
+
+static HOLD: Hold = Hold::new();
 
 /// Runs until the test lets it finish.
 ///
@@ -95,13 +132,7 @@ static HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
 /// * `n` - A number.
 #[tool_service(topic = "it-flow-hold", concurrency = 1)]
 async fn it_flow_hold(n: u32) -> String {
-    HOLD_STARTED.notify_one();
-    HOLD_RELEASE
-        .acquire()
-        .await
-        .expect("the semaphore stays open")
-        .forget();
-    n.to_string()
+    HOLD.run(n).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,9 +144,7 @@ async fn at_shutdown_queued_requests_are_refused_and_the_running_one_finishes() 
         tokio::spawn(async move { client.call(&json!({}), &json!({"n": n})).await })
     };
     let running = call(0);
-    tokio::time::timeout(Duration::from_secs(30), HOLD_STARTED.notified())
-        .await
-        .expect("the first request starts");
+    HOLD.started().await;
     let queued: Vec<_> = (1..=3).map(call).collect();
     // All four are with the service: one running, three waiting for its slot.
     support::wait_until(
@@ -141,7 +170,7 @@ async fn at_shutdown_queued_requests_are_refused_and_the_running_one_finishes() 
     }
     // The running request still finishes and is answered, within the grace
     // period.
-    HOLD_RELEASE.add_permits(1);
+    HOLD.release(1);
     assert_eq!(running.await.unwrap().unwrap(), "0");
     let report = stopping.await.unwrap()["it-flow-hold-service"];
     assert_eq!(
@@ -234,8 +263,7 @@ async fn serve_exits_1_when_the_grace_period_abandons_a_request() {
     }
 }
 
-static DURABLE_HOLD_STARTED: Notify = Notify::const_new();
-static DURABLE_HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
+static DURABLE_HOLD: Hold = Hold::new();
 
 /// Runs until the test lets it finish, on persistent topics.
 ///
@@ -248,13 +276,7 @@ static DURABLE_HOLD_RELEASE: Semaphore = Semaphore::const_new(0);
     concurrency = 1
 )]
 async fn it_flow_durable_hold(n: u32) -> String {
-    DURABLE_HOLD_STARTED.notify_one();
-    DURABLE_HOLD_RELEASE
-        .acquire()
-        .await
-        .expect("the semaphore stays open")
-        .forget();
-    n.to_string()
+    DURABLE_HOLD.run(n).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,9 +289,7 @@ async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker
         tokio::spawn(async move { client.call(&json!({}), &json!({"n": n})).await })
     };
     let running = call(0);
-    tokio::time::timeout(Duration::from_secs(30), DURABLE_HOLD_STARTED.notified())
-        .await
-        .expect("the first request starts");
+    DURABLE_HOLD.started().await;
     let queued: Vec<_> = (1..=3).map(call).collect();
     let before = support::delivered(
         "persistent://tg/request/it-flow-durable-hold",
@@ -289,7 +309,7 @@ async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker
     // The running request finishes within the grace period; the queued ones
     // are returned to the broker, not answered.
     let stopping = tokio::spawn(served.stop());
-    DURABLE_HOLD_RELEASE.add_permits(1);
+    DURABLE_HOLD.release(1);
     assert_eq!(running.await.unwrap().unwrap(), "0");
     let report = stopping.await.unwrap()[ID];
     assert_eq!(
@@ -299,7 +319,7 @@ async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker
     assert!(queued.iter().all(|call| !call.is_finished()));
     // The next replica (here: the same service started again) gets them.
     let _again = support::InProcess::start(&[ID]).await;
-    DURABLE_HOLD_RELEASE.add_permits(3);
+    DURABLE_HOLD.release(3);
     for (n, answer) in (1..=3).zip(queued) {
         assert_eq!(answer.await.unwrap().unwrap(), n.to_string());
     }
