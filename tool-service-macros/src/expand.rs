@@ -405,6 +405,7 @@ fn glue(service: &Service) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let streaming = params.stream.is_some();
+    let takes_context = params.context.is_some();
     let tools = service.tools.iter().map(|tool| {
         let name = &tool.name;
         let description = &tool.description;
@@ -482,6 +483,7 @@ fn glue(service: &Service) -> TokenStream {
                     concurrency: #concurrency,
                     timeout: #timeout,
                     streaming: #streaming,
+                    takes_context: #takes_context,
                     tools: &[#(#tools),*],
                     config_schema: __tool_service_config_schema,
                     arguments_schema: __tool_service_arguments_schema,

@@ -77,38 +77,68 @@ pub(crate) fn decode_showing<T: DeserializeOwned>(
     part: Part,
     quoted: Quoted,
 ) -> Result<T, ToolError> {
-    let what = part.name();
-    let keep = quoted.keep();
-    let invalid = |message: String| {
-        ToolError::with_type(
-            part.error_type(),
-            format!("invalid {what}: {}", withhold_values(&message, keep)),
-        )
-    };
-    if !text.trim_start().starts_with('{') {
-        return Err(invalid(format!("`{what}` must hold a JSON object")));
+    // A JSON object's text starts with `{` (after whitespace, rarely).
+    if !(text.starts_with('{') || text.trim_start().starts_with('{')) {
+        return Err(not_an_object(part, quoted));
     }
     // The hot path decodes without tracking the path; only a failure is
     // decoded again, with tracking, to name the offending field.
     match serde_json::from_str(text) {
-        Ok(value) => return Ok(value),
-        Err(error) if !error.is_data() => return Err(invalid(error.to_string())),
-        Err(_) => {}
+        Ok(value) => Ok(value),
+        Err(error) => Err(explain::<T>(text, part, quoted, &error)),
+    }
+}
+
+/// The error of a `config` or `arguments` text that is not a JSON object.
+#[cold]
+fn not_an_object(part: Part, quoted: Quoted) -> ToolError {
+    let what = part.name();
+    invalid(part, quoted, format!("`{what}` must hold a JSON object"))
+}
+
+/// The error of a text that did not decode as a `T`: a syntax error as
+/// serde_json reports it, a data error with the path of the offending field
+/// (found by decoding again, tracking the path).
+#[cold]
+#[inline(never)]
+fn explain<T: DeserializeOwned>(
+    text: &str,
+    part: Part,
+    quoted: Quoted,
+    error: &serde_json::Error,
+) -> ToolError {
+    if !error.is_data() {
+        return invalid(part, quoted, error.to_string());
     }
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize::<_, T>(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if path == "." {
-            invalid(inner.to_string())
-        } else {
-            invalid(format!("field `{}`: {inner}", shorten(&path, MAX_PATH)))
+    match serde_path_to_error::deserialize::<_, T>(&mut deserializer) {
+        Err(error) => {
+            let path = error.path().to_string();
+            let inner = error.into_inner();
+            if path == "." {
+                invalid(part, quoted, inner.to_string())
+            } else {
+                let path = shorten(&path, MAX_PATH);
+                invalid(part, quoted, format!("field `{path}`: {inner}"))
+            }
         }
-    })?;
-    deserializer
-        .end()
-        .map_err(|error| invalid(error.to_string()))?;
-    Ok(value)
+        // Not reached: what the plain decoder refused as data, the tracking
+        // one refuses too.
+        Ok(_) => invalid(part, quoted, error.to_string()),
+    }
+}
+
+/// An error of `part` with serde's `message`, its quoted values cut as
+/// `quoted` says.
+fn invalid(part: Part, quoted: Quoted, message: String) -> ToolError {
+    ToolError::with_type(
+        part.error_type(),
+        format!(
+            "invalid {}: {}",
+            part.name(),
+            withhold_values(&message, quoted.keep())
+        ),
+    )
 }
 
 /// Characters of a quoted argument value an error message keeps.

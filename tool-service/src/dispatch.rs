@@ -88,13 +88,15 @@ impl FrameSink for Vec<Frame> {
 ///
 /// # Errors
 /// Only the sink's errors; the request's own failures become error frames.
-pub async fn dispatch<S: FrameSink + Send>(
+// Not an `async fn`: it returns `dispatch_with`'s future itself, so that a
+// request's future does not carry each wrapper's copy of the arguments.
+pub fn dispatch<'a, S: FrameSink + Send>(
     service: Service,
-    id: &str,
-    payload: &[u8],
-    sink: &mut S,
-) -> Result<bool, S::Error> {
-    dispatch_within(service, id, payload, None, sink).await
+    id: &'a str,
+    payload: &'a [u8],
+    sink: &'a mut S,
+) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
+    dispatch_within(service, id, payload, None, sink)
 }
 
 /// [`dispatch`] with a time limit: a handler still running after `timeout`
@@ -124,18 +126,18 @@ pub async fn dispatch<S: FrameSink + Send>(
 ///
 /// # Errors
 /// Only the sink's errors.
-pub async fn dispatch_within<S: FrameSink + Send>(
+pub fn dispatch_within<'a, S: FrameSink + Send>(
     service: Service,
-    id: &str,
-    payload: &[u8],
+    id: &'a str,
+    payload: &'a [u8],
     timeout: Option<Duration>,
-    sink: &mut S,
-) -> Result<bool, S::Error> {
+    sink: &'a mut S,
+) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
     let limits = Limits {
         timeout,
         ..Limits::default()
     };
-    dispatch_with(service, State::empty(), id, payload, limits, sink).await
+    dispatch_with(service, State::empty(), id, payload, limits, sink)
 }
 
 /// Bounds on serving one request.
@@ -218,15 +220,20 @@ pub async fn dispatch_with<S: FrameSink + Send>(
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
-    match Request::decode(payload) {
-        Ok(request) => run_with(service, state, id, request, limits, sink).await,
-        Err(error) => {
-            Bounded::new(sink, limits.max_message_size)
-                .send(id, Frame::last(Err(error)))
-                .await?;
-            Ok(false)
+    let frame = if service.is_streaming() {
+        match Request::decode(payload) {
+            // Boxed, so the common non-streaming path keeps a small future.
+            Ok(request) => {
+                return Box::pin(stream(service, state, id, request, limits, sink)).await
+            }
+            Err(error) => last_frame(Err(error), id.len(), limits),
         }
-    }
+    } else {
+        answer(service, state, id, payload, limits).await
+    };
+    let ok = frame.error.is_none();
+    sink.send(id, frame).await?;
+    Ok(ok)
 }
 
 /// Serves one decoded request; see [`dispatch`].
@@ -254,45 +261,134 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
     service: Service,
     state: &State,
     id: &str,
+    request: Request,
+    limits: Limits,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
+    if service.is_streaming() {
+        return Box::pin(stream(service, state, id, request, limits, sink)).await;
+    }
+    let outcome = handle(service, state, id, request, limits.timeout).await;
+    let frame = last_frame(outcome, id.len(), limits);
+    let ok = frame.error.is_none();
+    sink.send(id, frame).await?;
+    Ok(ok)
+}
+
+/// The one frame that answers a request of a non-streaming service: its
+/// handler's outcome, or the error that replaces it (a malformed payload, a
+/// panic, the timeout, a response too large for the broker).
+///
+/// The payload is decoded and the handler called here; the future holds
+/// little besides the handler's own (boxed) future, so it is cheap to move,
+/// to poll where it was made, and to spawn.
+pub(crate) fn answer(
+    service: Service,
+    state: &State,
+    id: &str,
+    payload: &[u8],
+    limits: Limits,
+) -> Answer {
+    debug_assert!(!service.is_streaming(), "{service:?} streams");
+    let handler = match Request::decode(payload) {
+        Ok(request) => Ok(handle(service, state, id, request, limits.timeout)),
+        Err(error) => Err(Some(error)),
+    };
+    Answer {
+        handler,
+        id_len: id.len(),
+        max_message_size: limits.max_message_size,
+    }
+}
+
+/// The future of [`answer`]. It borrows nothing, and is `Unpin`: it can be
+/// polled where it was made and moved into a task if it is pending.
+pub(crate) struct Answer {
+    /// The handler, or why there is none (taken once answered).
+    handler: Result<Deadline, Option<ToolError>>,
+    /// The length of the request's id, which the response message carries.
+    id_len: usize,
+    max_message_size: Option<usize>,
+}
+
+impl Future for Answer {
+    type Output = Frame;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Frame> {
+        let this = &mut *self;
+        let outcome = match &mut this.handler {
+            Ok(handler) => std::task::ready!(Pin::new(handler).poll(cx)),
+            Err(error) => Err(error.take().expect("`Answer` polled after it was ready")),
+        };
+        let limits = Limits {
+            timeout: None,
+            max_message_size: this.max_message_size,
+        };
+        Poll::Ready(last_frame(outcome, this.id_len, limits))
+    }
+}
+
+/// The last frame of a response with this outcome, held to the broker's
+/// maximum message size.
+fn last_frame(outcome: Result<String, ToolError>, id_len: usize, limits: Limits) -> Frame {
+    let frame = Frame::last(outcome);
+    match limits.max_message_size {
+        Some(max) => fit(frame, id_len, max),
+        None => frame,
+    }
+}
+
+/// What a handler receives for `request`.
+fn invocation(
+    service: Service,
+    state: &State,
+    id: &str,
     mut request: Request,
+    chunks: Chunks,
+) -> Invocation {
+    // The user moves to the context; the request keeps the JSON texts. A
+    // handler that does not take the context gets one without the id, so
+    // that the id is not copied for nothing.
+    let request_id = if service.takes_context() { id } else { "" };
+    let context = Context::new(request_id, request.user.take(), service.id());
+    Invocation {
+        request,
+        context,
+        chunks,
+        state: state_for(service, state),
+    }
+}
+
+/// The handler of a non-streaming service called on `request`, under the
+/// time limit.
+fn handle(
+    service: Service,
+    state: &State,
+    id: &str,
+    request: Request,
+    timeout: Option<Duration>,
+) -> Deadline {
+    let invocation = invocation(service, state, id, request, Chunks::disconnected());
+    Deadline::new(CatchPanic(call_handler(service, invocation)), timeout)
+}
+
+/// Serves a request of a streaming service: each chunk as a frame as it
+/// comes, then the last frame.
+async fn stream<S: FrameSink + Send>(
+    service: Service,
+    state: &State,
+    id: &str,
+    request: Request,
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     let mut sink = Bounded::new(sink, limits.max_message_size);
-    // The user moves to the context; the request keeps the JSON texts.
-    let context = Context::new(id, request.user.take(), service.id());
-    let outcome = if service.is_streaming() {
-        // Boxed, so the common non-streaming path keeps a small future.
-        Box::pin(stream_chunks(
-            service,
-            state,
-            id,
-            request,
-            context,
-            limits.timeout,
-            &mut sink,
-        ))
-        .await?
-    } else {
-        let invocation = Invocation {
-            request,
-            context,
-            chunks: Chunks::disconnected(),
-            state: state_for(service, state),
-        };
-        let handler = CatchPanic(call_handler(service, invocation));
-        match limits.timeout {
-            None => handler.await,
-            Some(limit) => tokio::time::timeout(limit, handler)
-                .await
-                .unwrap_or_else(|_| Err(timeout_error(limit))),
-        }
-    };
-    let ok = outcome.is_ok();
+    let outcome = stream_chunks(service, state, id, request, limits.timeout, &mut sink).await?;
     if sink.ended.is_some() {
         // A chunk too large for the broker already ended the response.
         return Ok(false);
     }
+    let ok = outcome.is_ok();
     sink.send(id, Frame::last(outcome)).await?;
     Ok(ok && sink.ended == Some(Ok(())))
 }
@@ -305,17 +401,11 @@ async fn stream_chunks<S: FrameSink + Send>(
     state: &State,
     id: &str,
     request: Request,
-    context: Context,
     timeout: Option<Duration>,
     sink: &mut Bounded<'_, S>,
 ) -> Result<Result<String, ToolError>, S::Error> {
     let (chunks, mut receiver) = Chunks::channel();
-    let invocation = Invocation {
-        request,
-        context,
-        chunks,
-        state: state_for(service, state),
-    };
+    let invocation = invocation(service, state, id, request, chunks);
     let mut handler = CatchPanic(call_handler(service, invocation));
     let expired = async {
         match timeout {
@@ -375,7 +465,7 @@ impl<'a, S: FrameSink + Send> Bounded<'a, S> {
 
     async fn send(&mut self, id: &str, frame: Frame) -> Result<(), S::Error> {
         let frame = match self.max_message_size {
-            Some(max) => fit(frame, id, max),
+            Some(max) => fit(frame, id.len(), max),
             None => frame,
         };
         if frame.end_of_stream {
@@ -390,12 +480,12 @@ impl<'a, S: FrameSink + Send> Bounded<'a, S> {
 }
 
 /// `frame`, or the `response-too-large` error frame that replaces it when
-/// its message would exceed `max` bytes.
-fn fit(frame: Frame, id: &str, max: usize) -> Frame {
-    if frame.message_size_bound(id) <= max {
+/// its message, under an id of `id_len` bytes, would exceed `max` bytes.
+fn fit(frame: Frame, id_len: usize, max: usize) -> Frame {
+    if frame.message_size_bound("") + id_len <= max {
         return frame;
     }
-    let size = frame.message_size(id);
+    let size = frame.message_size("") + id_len;
     if size <= max {
         return frame;
     }
@@ -448,6 +538,53 @@ impl Future for CatchPanic {
         match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
             Ok(poll) => poll,
             Err(panic) => Poll::Ready(Err(panic_error(&*panic))),
+        }
+    }
+}
+
+/// A handler under an optional time limit: once the limit has passed since
+/// its first poll, it is dropped and answered with a `timeout` error.
+///
+/// The timer is made only when the handler is still pending after its first
+/// poll: a handler that is ready at once (most are) costs no timer, and the
+/// request's future does not carry one inline.
+struct Deadline {
+    handler: CatchPanic,
+    limit: Option<Duration>,
+    /// When the handler was first polled (only with a limit).
+    started: Option<tokio::time::Instant>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Deadline {
+    fn new(handler: CatchPanic, limit: Option<Duration>) -> Self {
+        Self {
+            handler,
+            limit,
+            started: None,
+            timer: None,
+        }
+    }
+}
+
+impl Future for Deadline {
+    type Output = Result<String, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let Some(limit) = this.limit else {
+            return Pin::new(&mut this.handler).poll(cx);
+        };
+        let started = *this.started.get_or_insert_with(tokio::time::Instant::now);
+        if let Poll::Ready(outcome) = Pin::new(&mut this.handler).poll(cx) {
+            return Poll::Ready(outcome);
+        }
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(timeout_error(limit))),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -467,6 +467,7 @@ mod tests {
             concurrency: None,
             timeout: None,
             streaming: false,
+            takes_context: false,
             tools: &[],
             config_schema: __private::config_schema::<Empty>,
             arguments_schema: __private::arguments_schema::<Empty>,

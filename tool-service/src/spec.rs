@@ -56,6 +56,8 @@ pub struct ServiceSpec {
     pub concurrency: Option<usize>,
     pub timeout: Option<Duration>,
     pub streaming: bool,
+    /// Whether the handler takes the request's `#[context]`.
+    pub takes_context: bool,
     pub tools: &'static [ToolSpec],
     pub config_schema: fn() -> schemars::Schema,
     pub arguments_schema: fn() -> schemars::Schema,
@@ -195,6 +197,11 @@ impl Service {
     /// The names of the tools this service backs.
     pub fn tool_names(&self) -> impl Iterator<Item = &'static str> {
         self.0.tools.iter().map(|tool| tool.name)
+    }
+
+    /// Whether the handler takes the request's `#[context]`.
+    pub(crate) fn takes_context(&self) -> bool {
+        self.0.takes_context
     }
 
     /// Whether the handler takes any `#[state]` value.

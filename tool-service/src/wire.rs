@@ -68,6 +68,31 @@ struct RawRequest {
     arguments: Option<String>,
 }
 
+/// Why `payload` is not a request (`error`: serde_json's, when it was
+/// decoded).
+#[cold]
+#[inline(never)]
+fn not_a_request(payload: &[u8], error: Option<serde_json::Error>) -> ToolError {
+    let invalid = |what: String| ToolError::with_type(ToolError::INVALID_REQUEST, what);
+    let Some(error) = error else {
+        return match payload.iter().any(|byte| !byte.is_ascii_whitespace()) {
+            true => invalid("the request payload is not a JSON object".into()),
+            false => invalid("the request payload is empty".into()),
+        };
+    };
+    // serde_json checks UTF-8 as it goes; the slower, more precise check
+    // runs only to explain a failure.
+    match std::str::from_utf8(payload) {
+        Err(utf8) => invalid(format!(
+            "the request payload is not valid UTF-8 (invalid byte at offset {})",
+            utf8.valid_up_to()
+        )),
+        Ok(_) => invalid(format!(
+            "the request payload is not a valid request: {error}"
+        )),
+    }
+}
+
 impl Request {
     /// Builds a request from JSON values, as a caller would send them.
     ///
@@ -92,28 +117,15 @@ impl Request {
     /// is not UTF-8 JSON, not an object, or has a field of the wrong type. The
     /// message never quotes the payload.
     pub fn decode(payload: &[u8]) -> Result<Self, ToolError> {
-        let invalid = |what: String| ToolError::with_type(ToolError::INVALID_REQUEST, what);
-        let first = payload.iter().find(|byte| !byte.is_ascii_whitespace());
-        match first {
-            Some(b'{') => {}
-            Some(_) => return Err(invalid("the request payload is not a JSON object".into())),
-            None => return Err(invalid("the request payload is empty".into())),
+        let object = payload.first() == Some(&b'{')
+            || payload.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
+        if !object {
+            return Err(not_a_request(payload, None));
         }
-        // serde_json checks UTF-8 as it goes; the slower, more precise check
-        // runs only to explain a failure.
-        let raw: RawRequest = serde_json::from_slice(payload).map_err(|error| {
-            match std::str::from_utf8(payload) {
-                Err(utf8) => invalid(format!(
-                    "the request payload is not valid UTF-8 (invalid byte at offset {})",
-                    utf8.valid_up_to()
-                )),
-                Ok(_) => invalid(format!(
-                    "the request payload is not a valid request: {error}"
-                )),
-            }
-        })?;
+        let raw: RawRequest =
+            serde_json::from_slice(payload).map_err(|error| not_a_request(payload, Some(error)))?;
         let object_text = |value: Option<String>| match value {
-            Some(text) if !text.trim().is_empty() => text,
+            Some(text) if text.starts_with('{') || !text.trim_start().is_empty() => text,
             _ => String::from("{}"),
         };
         Ok(Self {

@@ -74,12 +74,15 @@ fn main() {
         paired(rounds.parse().expect("--paired ROUNDS"));
         return;
     }
+    let iterations: usize = tool_service_bench::arg("--iterations", "20000")
+        .parse()
+        .unwrap();
     if std::env::args().any(|arg| arg == "--hand") {
         let mut bytes = 0;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        for _ in 0..20000 {
+        for _ in 0..iterations {
             runtime.block_on(async {
                 bytes +=
                     tool_service_bench::hand_written("joke", std::hint::black_box(JOKE_REQUEST))
@@ -89,9 +92,6 @@ fn main() {
         println!("{bytes}");
         return;
     }
-    let iterations: usize = tool_service_bench::arg("--iterations", "20000")
-        .parse()
-        .unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

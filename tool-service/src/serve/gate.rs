@@ -41,12 +41,18 @@ impl Gate {
         self.average_ns.store(new, Ordering::Relaxed);
     }
 
-    /// Polls `future` once, timing the poll for the average.
-    pub(super) fn poll_once<F: Future + Unpin>(&self, future: &mut F) -> Option<F::Output> {
+    /// Makes a future and polls it once, timing both for the average (the
+    /// making may do work too, such as decoding): its output if it is ready,
+    /// else the future.
+    pub(super) fn poll_once<F: Future + Unpin>(
+        &self,
+        make: impl FnOnce() -> F,
+    ) -> Result<F::Output, F> {
         let started = Instant::now();
-        let ready = futures_util::FutureExt::now_or_never(future);
+        let mut future = make();
+        let ready = futures_util::FutureExt::now_or_never(&mut future);
         self.record(started.elapsed());
-        ready
+        ready.ok_or(future)
     }
 
     /// `future`, timing its first poll for the average (for a request that
@@ -108,9 +114,15 @@ mod tests {
     #[test]
     fn poll_once_returns_what_is_ready_and_leaves_the_rest() {
         let gate = Gate::default();
-        assert_eq!(gate.poll_once(&mut std::future::ready(7)), Some(7));
-        let mut pending = std::future::pending::<()>();
-        assert_eq!(gate.poll_once(&mut pending), None);
+        assert_eq!(gate.poll_once(|| std::future::ready(7)).ok(), Some(7));
+        assert!(gate.poll_once(std::future::pending::<()>).is_err());
+        // The making is timed too.
+        gate.poll_once(|| {
+            std::thread::sleep(Duration::from_millis(2));
+            std::future::ready(())
+        })
+        .unwrap();
+        assert!(!gate.inline(), "a 2 ms first poll closes the gate at once");
     }
 
     #[tokio::test]

@@ -551,43 +551,65 @@ impl Worker {
         report: &mut ServiceReport,
     ) {
         let service = self.service;
-        let state = self.state.clone();
         let limits = self.limits;
         let timing = (self.metrics.start(), Instant::now());
-        let request_span = span.clone();
-        let mut request = Box::pin(
-            async move {
-                let mut last = LastFrame(None);
-                let Ok(_) = dispatch::dispatch_with(
-                    service,
-                    &state,
-                    &id,
-                    &message.payload.data,
-                    limits,
-                    &mut last,
-                )
-                .await;
-                let frame = last.0.unwrap_or_else(|| {
-                    Frame::last(Err(ToolError::new("the service ended without an answer")))
-                });
-                Done::Answer(Answer {
+        if !self.gate.inline() {
+            // Decoded and handled on the worker pool, the first poll timed
+            // so that the gate opens again when the handler gets fast.
+            let state = self.state.clone();
+            let request_span = span.clone();
+            let request = Box::pin(
+                async move {
+                    let frame =
+                        dispatch::answer(service, &state, &id, &message.payload.data, limits).await;
+                    Done::Answer(Answer {
+                        message,
+                        id,
+                        frame,
+                        timing: Some(timing),
+                        span: request_span,
+                    })
+                }
+                .instrument(span),
+            );
+            busy.tasks.spawn(self.gate.measure(request));
+            return;
+        }
+        // Decoded and first polled here, in the request's span; the future
+        // is neither boxed nor spawned unless it is pending.
+        let polled = {
+            let _entered = span.enter();
+            let state = &self.state;
+            let payload = &message.payload.data;
+            self.gate
+                .poll_once(|| dispatch::answer(service, state, &id, payload, limits))
+        };
+        match polled {
+            Ok(frame) => {
+                let answer = Answer {
                     message,
                     id,
                     frame,
                     timing: Some(timing),
-                    span: request_span,
-                })
+                    span,
+                };
+                self.done(Done::Answer(answer), busy, report).await;
             }
-            .instrument(span),
-        );
-        if self.gate.inline() {
-            if let Some(done) = self.gate.poll_once(&mut request) {
-                self.done(done, busy, report).await;
-                return;
+            Err(pending) => {
+                let request_span = span.clone();
+                busy.tasks.spawn(
+                    async move {
+                        Done::Answer(Answer {
+                            frame: pending.await,
+                            message,
+                            id,
+                            timing: Some(timing),
+                            span: request_span,
+                        })
+                    }
+                    .instrument(span),
+                );
             }
-            busy.tasks.spawn(request);
-        } else {
-            busy.tasks.spawn(self.gate.measure(request));
         }
     }
 
@@ -794,18 +816,6 @@ impl StreamTask {
             }
         };
         Done::Settled(message, sent)
-    }
-}
-
-/// Keeps the one frame a non-streaming request is answered with.
-struct LastFrame(Option<Frame>);
-
-impl FrameSink for LastFrame {
-    type Error = std::convert::Infallible;
-
-    async fn send(&mut self, _id: &str, frame: Frame) -> Result<(), Self::Error> {
-        self.0 = Some(frame);
-        Ok(())
     }
 }
 
