@@ -339,11 +339,39 @@ def versions():
     }
 
 
-def main():
-    results = {"versions": versions(), "quick": QUICK, "repeats": REPEATS, "services": {}}
+def per_request_paired():
+    """The per-request path timed against the hand-written one in alternating
+    batches in one process (per_request_profile --paired), three times: the
+    machine's slow spells fall on both paths alike."""
+    runs = []
+    for _ in range(1 if QUICK else 3):
+        out = subprocess.run([str(BIN / "per_request_profile"), "--paired", "21" if QUICK else "101"],
+                             check=True, capture_output=True, text=True)
+        runs.append(json.loads(out.stdout))
+    return runs
+
+
+def in_process(results):
+    """The in-process figures: criterion, callgrind and the paired batches."""
     print("== per-request path (criterion)", file=sys.stderr, flush=True)
     results["per_request"], _ = per_request()
     results["per_request_instructions"] = instructions()
+    print("== per-request path (paired batches)", file=sys.stderr, flush=True)
+    results["per_request_paired"] = per_request_paired()
+
+
+def main():
+    if sys.argv[1:] == ["inprocess"]:
+        # Only the in-process figures, into the existing results (the broker
+        # must not run: its JVM distorts them).
+        path = ROOT / "bench" / "results.json"
+        results = json.loads(path.read_text())
+        in_process(results)
+        path.write_text(json.dumps(results, indent=2) + "\n")
+        (ROOT / "BENCHMARKS.md").write_text(render(results))
+        return
+    results = {"versions": versions(), "quick": QUICK, "repeats": REPEATS, "services": {}}
+    in_process(results)
     print("== warming up the broker", file=sys.stderr, flush=True)
     warm_up_broker()
     for kind in ("echo", "joke"):
@@ -412,6 +440,14 @@ def render(r):
         lines += [f"In instructions (callgrind, whole loop incl. runtime): "
                   f"**{ins['tool_service_dispatch'] / ins['hand_written_serde_json']:.2f}** "
                   f"({fmt(ins['tool_service_dispatch'])} vs {fmt(ins['hand_written_serde_json'])} per request)."]
+    paired = r.get("per_request_paired")
+    if paired:
+        medians = ", ".join(f"{run['ratio_median']:.2f}" for run in paired)
+        lines += [f"Paired in one process (`per_request_profile --paired {paired[0]['rounds']}`: batches of "
+                  f"{paired[0]['batch']} requests of each path, alternating; each ratio pairs two neighbouring "
+                  f"batches): median ratio per run **{medians}** "
+                  f"({fmt(statistics.median(run['ours_ns'] for run in paired))} vs "
+                  f"{fmt(statistics.median(run['hand_ns'] for run in paired))} ns per request)."]
     lines += [""]
     for kind in ("echo", "joke"):
         lines += [f"## {kind} over Pulsar", "",

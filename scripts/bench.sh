@@ -4,10 +4,21 @@
 #   scripts/bench.sh              (BENCH_QUICK=1 for a short smoke run)
 #   scripts/bench.sh paired       only the paired rounds of default `serve`
 #                                 against the hand-written loop (bench/paired.py)
+#   scripts/bench.sh inprocess    only the in-process per-request figures
+#                                 (criterion, callgrind, paired batches), with
+#                                 no broker running
 # Starts the local broker unless PULSAR_URL names one, creates the Python
 # peer, builds the release binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = inprocess ]; then
+  if scripts/pulsar.sh status >/dev/null 2>&1; then
+    echo "bench.sh inprocess: stop the broker first (scripts/pulsar.sh stop): its JVM distorts in-process timings" >&2
+    exit 1
+  fi
+  cargo build --release --locked -p tool-service-bench --bins
+  exec python3 bench/run.py inprocess
+fi
 source scripts/broker-env.sh
 PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
