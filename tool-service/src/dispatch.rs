@@ -220,20 +220,33 @@ pub async fn dispatch_with<S: FrameSink + Send>(
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
-    let frame = if service.is_streaming() {
-        match Request::decode(payload) {
-            // Boxed, so the common non-streaming path keeps a small future.
-            Ok(request) => {
-                return Box::pin(stream(service, state, id, request, limits, sink)).await
-            }
-            Err(error) => last_frame(Err(error), id.len(), limits),
-        }
-    } else {
-        answer(service, state, id, payload, limits).await
-    };
+    if service.is_streaming() {
+        // Boxed, so the common non-streaming path keeps a small future.
+        return Box::pin(stream_payload(service, state, id, payload, limits, sink)).await;
+    }
+    let frame = answer(service, state, id, payload, limits).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
+}
+
+/// [`dispatch_with`] for a streaming service.
+async fn stream_payload<S: FrameSink + Send>(
+    service: Service,
+    state: &State,
+    id: &str,
+    payload: &[u8],
+    limits: Limits,
+    sink: &mut S,
+) -> Result<bool, S::Error> {
+    match Request::decode(payload) {
+        Ok(request) => stream(service, state, id, request, limits, sink).await,
+        Err(error) => {
+            sink.send(id, last_frame(Err(error), id.len(), limits))
+                .await?;
+            Ok(false)
+        }
+    }
 }
 
 /// Serves one decoded request; see [`dispatch`].
