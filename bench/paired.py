@@ -8,6 +8,10 @@ min / median / max of the ratios and how many rounds fell below 0.85x, for
 throughput, service CPU per request (utime + stime from /proc) and p99, plus
 context switches per request.
 
+Each round also runs the hand-written loop a second time (`raw-again`): its
+ratio to the loop's first run is the noise floor, what two runs of the very
+same program differ by on this machine.
+
 Three workloads, 64 requests in flight:
   echo   the framework's own cost: a handler that is ready at once
   joke   the spec's joke tool: a config and arguments to decode
@@ -64,6 +68,8 @@ def cpu_jiffies():
 
 
 def start(variant, kind):
+    if variant == "raw-again":
+        return common.start("raw", kind)
     if variant == "before":
         t = common.topic(kind)
         return common.Service([BEFORE, "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
@@ -99,7 +105,7 @@ def stats(values):
 
 
 def main():
-    variants = ["raw", "ours"] + (["before"] if BEFORE else [])
+    variants = ["raw", "ours", "raw-again"] + (["before"] if BEFORE else [])
     print("== warming up the broker", file=sys.stderr, flush=True)
     common.warm_up_broker()
     rounds = {kind: [] for kind in WORKLOADS}
@@ -163,6 +169,9 @@ def render(p):
              f"{p['in_flight']} requests in flight, the hand-written `pulsar` loop (bench/src/bin/raw.rs) and",
              "`serve` at its defaults back to back in alternating order; each ratio pairs the two runs of",
              "one round. `joke` is the spec's joke tool; `spin` keeps the CPU busy 300 µs per request before answering."
+             + (" `raw-again` is the hand-written loop run a second time in each round: its ratios are the"
+                " machine's noise floor, what two runs of the same program differ by."
+                if any("raw-again" in by_variant for by_variant in p["summary"].values()) else "")
              + (" `before` is another build of the same binary (`OURS_BEFORE`)." if p.get("before") else ""), "",
              "| workload | variant | throughput ÷ loop: min / median / max (rounds < 0.85) | CPU per request ÷ loop | p99 ÷ loop |",
              "|---|---|---|---|---|"]

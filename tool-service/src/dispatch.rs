@@ -631,6 +631,36 @@ fn timeout_error(limit: Duration) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Registry;
+
+    /// Say which request this is, and for whom.
+    #[crate::tool_service(topic = "dispatch-tests-whoami")]
+    async fn whoami(#[context] ctx: &Context) -> String {
+        format!(
+            "{} for {}",
+            ctx.request_id(),
+            ctx.user().unwrap_or("nobody")
+        )
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_takes_the_context_gets_the_request_id_and_user() {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service("dispatch-tests-whoami-service").unwrap();
+        assert!(service.takes_context());
+        let payload = br#"{"user": "alice", "config": "{}", "arguments": "{}"}"#;
+        let limits = Limits::default().with_timeout(Duration::from_secs(5));
+        let mut frames: Vec<Frame> = Vec::new();
+        for id in ["req-7", "8b6f1c1e-4a8e-4c4b-9a57-3f0e2f6a9d10"] {
+            frames.clear();
+            dispatch_with(service, State::empty(), id, payload, limits, &mut frames)
+                .await
+                .unwrap();
+            assert_eq!(frames, [Frame::last(Ok(format!("{id} for alice")))]);
+        }
+        let frame = answer(service, State::empty(), "req-9", payload, limits).await;
+        assert_eq!(frame, Frame::last(Ok("req-9 for alice".into())));
+    }
 
     #[test]
     fn panic_messages_are_reported() {
@@ -654,6 +684,40 @@ mod timeout_tests {
     async fn hang_after_a_chunk(#[stream] out: Chunks) {
         out.send("first").await.unwrap();
         std::future::pending::<()>().await
+    }
+
+    /// Wait, then answer.
+    ///
+    /// # Arguments
+    /// * `ms` - How long to wait, in milliseconds.
+    #[crate::tool_service(topic = "timeout-tests-wait")]
+    async fn wait(ms: u64) -> String {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        format!("waited {ms} ms")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_handler_is_answered_within_its_timeout_and_cancelled_at_it() {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service("timeout-tests-wait-service").unwrap();
+        let limit = Some(Duration::from_secs(2));
+        let mut frames: Vec<Frame> = Vec::new();
+        let started = tokio::time::Instant::now();
+        let payload = br#"{"arguments": "{\"ms\": 1500}"}"#;
+        assert!(dispatch_within(service, "r", payload, limit, &mut frames)
+            .await
+            .unwrap());
+        assert_eq!(frames, [Frame::last(Ok("waited 1500 ms".into()))]);
+        assert_eq!(started.elapsed(), Duration::from_millis(1500));
+
+        frames.clear();
+        let started = tokio::time::Instant::now();
+        let payload = br#"{"arguments": "{\"ms\": 60000}"}"#;
+        assert!(!dispatch_within(service, "r", payload, limit, &mut frames)
+            .await
+            .unwrap());
+        assert_eq!(frames[0].error.as_ref().unwrap().kind(), ToolError::TIMEOUT);
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
     }
 
     #[tokio::test(start_paused = true)]
