@@ -222,31 +222,13 @@ pub async fn dispatch_with<S: FrameSink + Send>(
 ) -> Result<bool, S::Error> {
     if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        return Box::pin(stream_payload(service, state, id, payload, limits, sink)).await;
+        let request = Request::decode(payload);
+        return Box::pin(stream(service, state, id, request, limits, sink)).await;
     }
     let frame = answer(service, state, id, payload, limits).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
-}
-
-/// [`dispatch_with`] for a streaming service.
-async fn stream_payload<S: FrameSink + Send>(
-    service: Service,
-    state: &State,
-    id: &str,
-    payload: &[u8],
-    limits: Limits,
-    sink: &mut S,
-) -> Result<bool, S::Error> {
-    match Request::decode(payload) {
-        Ok(request) => stream(service, state, id, request, limits, sink).await,
-        Err(error) => {
-            sink.send(id, last_frame(Err(error), id.len(), limits))
-                .await?;
-            Ok(false)
-        }
-    }
 }
 
 /// Serves one decoded request; see [`dispatch`].
@@ -279,7 +261,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     if service.is_streaming() {
-        return Box::pin(stream(service, state, id, request, limits, sink)).await;
+        return Box::pin(stream(service, state, id, Ok(request), limits, sink)).await;
     }
     let outcome = handle(service, state, id, request, limits.timeout).await;
     let frame = last_frame(outcome, id.len(), limits);
@@ -386,17 +368,23 @@ fn handle(
 }
 
 /// Serves a request of a streaming service: each chunk as a frame as it
-/// comes, then the last frame.
+/// comes, then the last frame (only an error frame for a request that did
+/// not decode).
 async fn stream<S: FrameSink + Send>(
     service: Service,
     state: &State,
     id: &str,
-    request: Request,
+    request: Result<Request, ToolError>,
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     let mut sink = Bounded::new(sink, limits.max_message_size);
-    let outcome = stream_chunks(service, state, id, request, limits.timeout, &mut sink).await?;
+    let outcome = match request {
+        Ok(request) => {
+            stream_chunks(service, state, id, request, limits.timeout, &mut sink).await?
+        }
+        Err(error) => Err(error),
+    };
     if sink.ended.is_some() {
         // A chunk too large for the broker already ended the response.
         return Ok(false);
