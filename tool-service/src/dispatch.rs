@@ -263,8 +263,7 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
     if service.is_streaming() {
         return Box::pin(stream(service, state, id, Ok(request), limits, sink)).await;
     }
-    let outcome = handle(service, state, id, request, limits.timeout).await;
-    let frame = last_frame(outcome, id.len(), limits);
+    let frame = answer_to(service, state, id, Ok(request), limits).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
@@ -284,8 +283,19 @@ pub(crate) fn answer(
     payload: &[u8],
     limits: Limits,
 ) -> Answer {
+    answer_to(service, state, id, Request::decode(payload), limits)
+}
+
+/// [`answer`] to a request already decoded (or that failed to decode).
+fn answer_to(
+    service: Service,
+    state: &State,
+    id: &str,
+    request: Result<Request, ToolError>,
+    limits: Limits,
+) -> Answer {
     debug_assert!(!service.is_streaming(), "{service:?} streams");
-    let handler = match Request::decode(payload) {
+    let handler = match request {
         Ok(request) => Ok(handle(service, state, id, request, limits.timeout)),
         Err(error) => Err(Some(error)),
     };

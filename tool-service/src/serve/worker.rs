@@ -75,6 +75,25 @@ struct Answer {
     span: tracing::Span,
 }
 
+impl Answer {
+    /// What a handled request ends with: its frame, for the loop to send.
+    fn handled(
+        message: RequestMessage,
+        id: String,
+        frame: Frame,
+        timing: (InFlight, Instant),
+        span: tracing::Span,
+    ) -> Done {
+        Done::Answer(Self {
+            message,
+            id,
+            frame,
+            timing: Some(timing),
+            span,
+        })
+    }
+}
+
 /// An answer the broker has not confirmed yet.
 struct Sent {
     answer: Answer,
@@ -562,13 +581,7 @@ impl Worker {
                 async move {
                     let frame =
                         dispatch::answer(service, &state, &id, &message.payload.data, limits).await;
-                    Done::Answer(Answer {
-                        message,
-                        id,
-                        frame,
-                        timing: Some(timing),
-                        span: request_span,
-                    })
+                    Answer::handled(message, id, frame, timing, request_span)
                 }
                 .instrument(span),
             );
@@ -586,28 +599,14 @@ impl Worker {
         };
         match polled {
             Ok(frame) => {
-                let answer = Answer {
-                    message,
-                    id,
-                    frame,
-                    timing: Some(timing),
-                    span,
-                };
-                self.done(Done::Answer(answer), busy, report).await;
+                let done = Answer::handled(message, id, frame, timing, span);
+                self.done(done, busy, report).await;
             }
             Err(pending) => {
                 let request_span = span.clone();
                 busy.tasks.spawn(
-                    async move {
-                        Done::Answer(Answer {
-                            frame: pending.await,
-                            message,
-                            id,
-                            timing: Some(timing),
-                            span: request_span,
-                        })
-                    }
-                    .instrument(span),
+                    async move { Answer::handled(message, id, pending.await, timing, request_span) }
+                        .instrument(span),
                 );
             }
         }
