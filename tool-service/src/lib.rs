@@ -67,6 +67,7 @@ extern crate self as tool_service;
 // Leaves.
 mod duration;
 mod error;
+mod json_text;
 mod known;
 pub mod log_text;
 mod state;

@@ -7,8 +7,9 @@
 //! under the same `id`.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
-use crate::ToolError;
+use crate::{json_text, ToolError};
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 pub const UNKNOWN_ID: &str = "unknown";
@@ -68,6 +69,38 @@ struct RawRequest {
     arguments: Option<String>,
 }
 
+/// A request's fields as they stand in the payload: `config` and
+/// `arguments` are left as JSON literals, unescaped by [`json_text::read`].
+#[derive(Deserialize)]
+struct Literals<'a> {
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default, borrow)]
+    config: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+impl RawRequest {
+    /// The request in `text`, read as `serde_json` reads it into a
+    /// `RawRequest` but with each JSON-in-JSON text allocated once, at its
+    /// size. `None` for what is left to `serde_json` (and its error
+    /// message): text that is not a request, a `config` or `arguments` that
+    /// is not a string, a lone surrogate.
+    fn read(text: &str) -> Option<Self> {
+        let literals: Literals = serde_json::from_str(text).ok()?;
+        let text_of = |literal: Option<&RawValue>| match literal {
+            None => Some(None),
+            Some(literal) => json_text::read(literal.get()).map(Some),
+        };
+        Some(Self {
+            user: literals.user,
+            config: text_of(literals.config)?,
+            arguments: text_of(literals.arguments)?,
+        })
+    }
+}
+
 /// Why `payload` is not a request (`error`: serde_json's, when it was
 /// decoded).
 #[cold]
@@ -122,8 +155,15 @@ impl Request {
         if !object {
             return Err(not_a_request(payload, None));
         }
-        let raw: RawRequest =
-            serde_json::from_slice(payload).map_err(|error| not_a_request(payload, Some(error)))?;
+        let raw = match std::str::from_utf8(payload) {
+            Ok(text) => RawRequest::read(text),
+            Err(_) => None,
+        };
+        let raw = match raw {
+            Some(raw) => raw,
+            None => serde_json::from_slice(payload)
+                .map_err(|error| not_a_request(payload, Some(error)))?,
+        };
         let object_text = |value: Option<String>| match value {
             Some(text) if text.starts_with('{') || !text.trim_start().is_empty() => text,
             _ => String::from("{}"),
@@ -210,7 +250,30 @@ impl Frame {
 
     /// The JSON payload of this frame.
     pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a frame of strings always encodes")
+        let texts = self.response.len()
+            + self
+                .error
+                .as_ref()
+                .map_or(0, |error| error.kind().len() + error.message().len());
+        let mut out = Vec::with_capacity(texts + FRAME_SYNTAX);
+        out.extend_from_slice(b"{\"error\":");
+        match &self.error {
+            None => out.extend_from_slice(b"null"),
+            Some(error) => {
+                out.extend_from_slice(b"{\"type\":");
+                json_text::write(&mut out, error.kind());
+                out.extend_from_slice(b",\"message\":");
+                json_text::write(&mut out, error.message());
+                out.push(b'}');
+            }
+        }
+        out.extend_from_slice(b",\"response\":");
+        json_text::write(&mut out, &self.response);
+        out.extend_from_slice(match self.end_of_stream {
+            true => b",\"end_of_stream\":true}",
+            false => b",\"end_of_stream\":false}",
+        });
+        out
     }
 
     /// The length of [`Frame::encode`]'s output, counted without building it.
@@ -222,9 +285,19 @@ impl Frame {
     /// assert_eq!(frame.encoded_len(), frame.encode().len());
     /// ```
     pub fn encoded_len(&self) -> usize {
-        let mut counter = ByteCounter(0);
-        serde_json::to_writer(&mut counter, self).expect("a frame of strings always encodes");
-        counter.0
+        let error = match &self.error {
+            None => "null".len(),
+            Some(error) => {
+                r#"{"type":,"message":}"#.len()
+                    + json_text::len(error.kind())
+                    + json_text::len(error.message())
+            }
+        };
+        let end = if self.end_of_stream { "true" } else { "false" };
+        r#"{"error":,"response":,"end_of_stream":}"#.len()
+            + error
+            + json_text::len(&self.response)
+            + end.len()
     }
 
     /// How many bytes this frame takes as a Pulsar message under the request
@@ -307,18 +380,10 @@ pub enum ResultError {
 }
 
 /// Counts the bytes written to it.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+/// The bytes of an encoded frame besides its texts, an error's included:
+/// keys, quotes, punctuation and `false`.
+const FRAME_SYNTAX: usize =
+    r#"{"error":{"type":"","message":""},"response":"","end_of_stream":false}"#.len();
 
 #[cfg(test)]
 mod tests {
@@ -331,8 +396,15 @@ mod tests {
             Frame::chunk("plain".into()),
             Frame::last(Ok("\"\\\n\u{1}\u{7f}é😀".repeat(100))),
             Frame::last(Err(ToolError::with_type("t", "a \"message\"\n"))),
+            Frame::chunk(String::new()),
+            Frame::last(Err(ToolError::with_type("", ""))),
         ];
         for frame in frames {
+            assert_eq!(
+                frame.encode(),
+                serde_json::to_vec(&frame).unwrap(),
+                "written as serde_json writes it: {frame:?}"
+            );
             let exact = frame.encode().len();
             assert_eq!(frame.encoded_len(), exact, "{frame:?}");
             assert_eq!(frame.message_size("id-1"), exact + 4 + MESSAGE_OVERHEAD);
