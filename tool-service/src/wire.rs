@@ -248,7 +248,16 @@ impl Frame {
         }
     }
 
-    /// The JSON payload of this frame.
+    /// The JSON payload of this frame: the bytes `serde_json` writes for it,
+    /// written directly (the response text is copied eight bytes at a time
+    /// where nothing in it needs escaping).
+    ///
+    /// ```
+    /// use tool_service::wire::Frame;
+    ///
+    /// let frame = Frame::chunk("{\"rows\": [1, 2]}\n".into());
+    /// assert_eq!(frame.encode(), serde_json::to_vec(&frame).unwrap());
+    /// ```
     pub fn encode(&self) -> Vec<u8> {
         let texts = self.response.len()
             + self
