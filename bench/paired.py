@@ -200,7 +200,9 @@ def render(p):
                          f"(steal {run['ours'].get('steal_pct', float('nan')):.0f}% in ours' run, "
                          f"{run['raw'].get('steal_pct', float('nan')):.0f}% in the loop's; "
                          f"CPU per request {run['ours']['cpu_us_per_request']:.0f} µs against "
-                         f"{run['raw']['cpu_us_per_request']:.0f} µs)")
+                         f"{run['raw']['cpu_us_per_request']:.0f} µs"
+                         + (f"; the loop's second run: {run['raw-again']['throughput'] / run['raw']['throughput']:.2f}×"
+                            if "raw-again" in run else "") + ")")
     spin = p["summary"].get("spin", {}).get("ours_vs_before_throughput")
     if spin:
         lines += ["", f"`spin` throughput, ours ÷ before: {cell(spin)}."]
