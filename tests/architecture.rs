@@ -8,7 +8,14 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. Every top-level module of the crate is in one.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &["duration", "error", "json_text", "known", "log_text", "state"],
+    &[
+        "duration",
+        "error",
+        "json_text",
+        "known",
+        "log_text",
+        "state",
+    ],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
     // What generated code registers, and typed decoding.

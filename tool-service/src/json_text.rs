@@ -106,7 +106,7 @@ pub(crate) fn len(text: &str) -> usize {
 
 /// The text of the JSON string literal `literal` (quotes included), which
 /// `serde_json` has already checked is one; `None` if it is not a string
-/// literal or holds a lone surrogate (`\\ud800`), which `serde_json` then
+/// literal or holds a lone surrogate (`\ud800`), which `serde_json` then
 /// reports.
 ///
 /// The text is allocated once, at its final size: `serde_json` builds an

@@ -388,7 +388,6 @@ pub enum ResultError {
     Json(serde_json::Error),
 }
 
-/// Counts the bytes written to it.
 /// The bytes of an encoded frame besides its texts, an error's included:
 /// keys, quotes, punctuation and `false`.
 const FRAME_SYNTAX: usize =
