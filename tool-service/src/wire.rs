@@ -259,28 +259,19 @@ impl Frame {
     /// assert_eq!(frame.encode(), serde_json::to_vec(&frame).unwrap());
     /// ```
     pub fn encode(&self) -> Vec<u8> {
-        let texts = self.response.len()
-            + self
-                .error
-                .as_ref()
-                .map_or(0, |error| error.kind().len() + error.message().len());
-        let mut out = Vec::with_capacity(texts + FRAME_SYNTAX);
-        out.extend_from_slice(b"{\"error\":");
-        match &self.error {
-            None => out.extend_from_slice(b"null"),
-            Some(error) => {
-                out.extend_from_slice(b"{\"type\":");
-                json_text::write(&mut out, error.kind());
-                out.extend_from_slice(b",\"message\":");
-                json_text::write(&mut out, error.message());
-                out.push(b'}');
+        // The size without escapes, and room for some: most texts need
+        // none or few, and one that needs more grows the buffer once or so.
+        let mut size = 0;
+        self.pieces(|piece| {
+            size += match piece {
+                Piece::Syntax(syntax) => syntax.len(),
+                Piece::Text(text) => text.len() + 2,
             }
-        }
-        out.extend_from_slice(b",\"response\":");
-        json_text::write(&mut out, &self.response);
-        out.extend_from_slice(match self.end_of_stream {
-            true => b",\"end_of_stream\":true}",
-            false => b",\"end_of_stream\":false}",
+        });
+        let mut out = Vec::with_capacity(size + size / 8 + 16);
+        self.pieces(|piece| match piece {
+            Piece::Syntax(syntax) => out.extend_from_slice(syntax.as_bytes()),
+            Piece::Text(text) => json_text::write(&mut out, text),
         });
         out
     }
@@ -294,19 +285,37 @@ impl Frame {
     /// assert_eq!(frame.encoded_len(), frame.encode().len());
     /// ```
     pub fn encoded_len(&self) -> usize {
-        let error = match &self.error {
-            None => "null".len(),
-            Some(error) => {
-                r#"{"type":,"message":}"#.len()
-                    + json_text::len(error.kind())
-                    + json_text::len(error.message())
+        let mut len = 0;
+        self.pieces(|piece| {
+            len += match piece {
+                Piece::Syntax(syntax) => syntax.len(),
+                Piece::Text(text) => json_text::len(text),
             }
-        };
-        let end = if self.end_of_stream { "true" } else { "false" };
-        r#"{"error":,"response":,"end_of_stream":}"#.len()
-            + error
-            + json_text::len(&self.response)
-            + end.len()
+        });
+        len
+    }
+
+    /// The frame as JSON, piece by piece, in `serde_json`'s order and
+    /// spacing: what [`Frame::encode`] writes and [`Frame::encoded_len`]
+    /// counts.
+    fn pieces<'a>(&'a self, mut piece: impl FnMut(Piece<'a>)) {
+        piece(Piece::Syntax(r#"{"error":"#));
+        match &self.error {
+            None => piece(Piece::Syntax("null")),
+            Some(error) => {
+                piece(Piece::Syntax(r#"{"type":"#));
+                piece(Piece::Text(error.kind()));
+                piece(Piece::Syntax(r#","message":"#));
+                piece(Piece::Text(error.message()));
+                piece(Piece::Syntax("}"));
+            }
+        }
+        piece(Piece::Syntax(r#","response":"#));
+        piece(Piece::Text(&self.response));
+        piece(Piece::Syntax(match self.end_of_stream {
+            true => r#","end_of_stream":true}"#,
+            false => r#","end_of_stream":false}"#,
+        }));
     }
 
     /// How many bytes this frame takes as a Pulsar message under the request
@@ -388,10 +397,12 @@ pub enum ResultError {
     Json(serde_json::Error),
 }
 
-/// The bytes of an encoded frame besides its texts, an error's included:
-/// keys, quotes, punctuation and `false`.
-const FRAME_SYNTAX: usize =
-    r#"{"error":{"type":"","message":""},"response":"","end_of_stream":false}"#.len();
+/// A piece of an encoded frame: JSON written as is, or a text written as a
+/// JSON string literal.
+enum Piece<'a> {
+    Syntax(&'static str),
+    Text(&'a str),
+}
 
 #[cfg(test)]
 mod tests {
