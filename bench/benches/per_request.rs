@@ -81,17 +81,6 @@ fn per_request(c: &mut Criterion) {
                 tool_service::wire::Request::decode(std::hint::black_box(JOKE_REQUEST)).unwrap()
             })
         });
-        let request = tool_service::wire::Request::decode(JOKE_REQUEST).unwrap();
-        group.bench_function("part_run", |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    frames.clear();
-                    dispatch::run(service, "id", request.clone(), &mut frames)
-                        .await
-                        .unwrap();
-                })
-            })
-        });
         group.bench_function("part_encode", |b| {
             b.iter(|| Frame::last(Ok(String::from("Here's a pun for you: x"))).encode())
         });

@@ -391,6 +391,13 @@ fn glue(service: &Service) -> TokenStream {
         }
     };
 
+    // The type of the value the handler returns on success, for the MCP
+    // output schema (`()` when it returns nothing).
+    let unit: syn::Type = syn::parse_quote!(());
+    let ok_ty = match &service.output {
+        Output::Value(ty) | Output::Result { ok: ty, .. } => ty.as_ref().unwrap_or(&unit),
+    };
+
     let id = &service.id;
     let topic = &service.topic;
     let request_queue = option_str(&service.request_queue);
@@ -473,6 +480,12 @@ fn glue(service: &Service) -> TokenStream {
                 __tool_service_types().check_config(__text)
             }
 
+            fn __tool_service_output_schema() -> ::core::option::Option<#krate::__private::schemars::Schema> {
+                #[allow(unused_imports)]
+                use #krate::__private::{OutputViaNothing as _, OutputViaSchema as _};
+                (&&#krate::__private::OutputProbe::<#ok_ty>::NEW).__tool_service_output_schema()
+            }
+
             #krate::__private::inventory::submit! {
                 #krate::__private::ServiceSpec {
                     id: #id,
@@ -487,6 +500,7 @@ fn glue(service: &Service) -> TokenStream {
                     tools: &[#(#tools),*],
                     config_schema: __tool_service_config_schema,
                     arguments_schema: __tool_service_arguments_schema,
+                    output_schema: __tool_service_output_schema,
                     check_config: __tool_service_check_config,
                     states: &[#(#state_needs),*],
                     handler: __tool_service_handler,

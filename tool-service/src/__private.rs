@@ -311,6 +311,42 @@ pub fn text_of<T: serde::Serialize + 'static>(value: T) -> Result<String, ToolEr
     }
 }
 
+/// The type a handler returns on success, as a value, for
+/// [`OutputViaSchema`] and [`OutputViaNothing`]: generated code calls
+/// `(&&OutputProbe::<T>::NEW).__tool_service_output_schema()`, which finds
+/// the schema of `T` when `T: JsonSchema` and `None` otherwise.
+pub struct OutputProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> OutputProbe<T> {
+    /// The probe of `T`.
+    pub const NEW: Self = Self(PhantomData);
+}
+
+/// The output schema of a result type that implements `JsonSchema`.
+pub trait OutputViaSchema {
+    /// The schema of the result as it serializes.
+    fn __tool_service_output_schema(&self) -> Option<schemars::Schema>;
+}
+
+impl<T: schemars::JsonSchema> OutputViaSchema for &OutputProbe<T> {
+    fn __tool_service_output_schema(&self) -> Option<schemars::Schema> {
+        let settings = schemars::generate::SchemaSettings::default().for_serialize();
+        Some(schemars::SchemaGenerator::new(settings).into_root_schema_for::<T>())
+    }
+}
+
+/// No output schema: the result type does not implement `JsonSchema`.
+pub trait OutputViaNothing {
+    /// `None`.
+    fn __tool_service_output_schema(&self) -> Option<schemars::Schema>;
+}
+
+impl<T> OutputViaNothing for OutputProbe<T> {
+    fn __tool_service_output_schema(&self) -> Option<schemars::Schema> {
+        None
+    }
+}
+
 /// The JSON schema of a service's config type.
 pub fn config_schema<S: ServiceTypes>() -> schemars::Schema {
     schemars::SchemaGenerator::default().into_root_schema_for::<S::Config>()

@@ -16,6 +16,19 @@ use crate::stream::Chunks;
 use crate::wire::{Frame, Request};
 use crate::{Context, ToolError};
 
+/// Requests a service handles at once unless its attribute or `--concurrency`
+/// says otherwise.
+///
+/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
+/// should keep many requests in flight; 64 keeps a slow downstream from
+/// piling up unbounded work and memory.
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// How long one request may run unless the service's `timeout` attribute or
+/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
+/// waits for an answer by default, since a later answer reaches nobody.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Where the frames of a response go.
 ///
 /// ```
@@ -58,7 +71,9 @@ impl FrameSink for Vec<Frame> {
 /// malformed payload and a panicking handler, ends in exactly one frame with
 /// `end_of_stream: true`.
 ///
-/// Returns whether the last frame was a success.
+/// Returns whether the last frame was a success. [`dispatch_with`] does the
+/// same within [`Limits`] (a deadline, a maximum message size) and with the
+/// handlers' shared [`State`].
 ///
 /// ```
 /// use tool_service::{dispatch, tool_service, wire::Frame, Registry};
@@ -88,56 +103,20 @@ impl FrameSink for Vec<Frame> {
 ///
 /// # Errors
 /// Only the sink's errors; the request's own failures become error frames.
-// Not an `async fn`: it returns `dispatch_with`'s future itself, so that a
-// request's future does not carry each wrapper's copy of the arguments.
 pub fn dispatch<'a, S: FrameSink + Send>(
     service: Service,
     id: &'a str,
     payload: &'a [u8],
     sink: &'a mut S,
 ) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
-    dispatch_within(service, id, payload, None, sink)
-}
-
-/// [`dispatch`] with a time limit: a handler still running after `timeout`
-/// is cancelled (dropped at its next `.await`) and the request is answered
-/// with a `timeout` error. Needs a Tokio runtime with the time driver.
-///
-/// ```
-/// use std::time::Duration;
-/// use tool_service::{dispatch, tool_service, wire::Frame, Registry};
-///
-/// /// Wait forever.
-/// #[tool_service(topic = "stuck")]
-/// async fn stuck() {
-///     std::future::pending::<()>().await
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let service = Registry::collect().unwrap().service("stuck-service").unwrap();
-/// let mut frames: Vec<Frame> = Vec::new();
-/// let payload = br#"{"config": "{}", "arguments": "{}"}"#;
-/// let limit = Some(Duration::from_millis(20));
-/// let ok = dispatch::dispatch_within(service, "r", payload, limit, &mut frames).await.unwrap();
-/// assert!(!ok);
-/// assert_eq!(frames[0].error.as_ref().unwrap().kind(), "timeout");
-/// # }
-/// ```
-///
-/// # Errors
-/// Only the sink's errors.
-pub fn dispatch_within<'a, S: FrameSink + Send>(
-    service: Service,
-    id: &'a str,
-    payload: &'a [u8],
-    timeout: Option<Duration>,
-    sink: &'a mut S,
-) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
-    let limits = Limits {
-        timeout,
-        ..Limits::default()
-    };
-    dispatch_with(service, State::empty(), id, payload, limits, sink)
+    respond(
+        service,
+        State::empty(),
+        id,
+        Request::decode(payload),
+        Limits::default(),
+        sink,
+    )
 }
 
 /// Bounds on serving one request.
@@ -178,14 +157,17 @@ impl Limits {
     }
 }
 
-/// [`dispatch`] within [`Limits`]: a handler still running after the
-/// timeout is cancelled and answered with a `timeout` error, and a frame too
-/// large for the broker is replaced by a `response-too-large` error that
-/// ends the response (a streaming handler is then cancelled).
+/// [`dispatch`] within [`Limits`], with the handlers' shared [`State`]: a
+/// handler still running after the timeout is cancelled (dropped at its
+/// next `.await`) and answered with a `timeout` error, and a frame too large
+/// for the broker is replaced by a `response-too-large` error that ends the
+/// response (a streaming handler is then cancelled). A timeout needs a
+/// Tokio runtime with the time driver.
 ///
 /// ```
+/// use std::time::Duration;
 /// use tool_service::dispatch::{self, Limits};
-/// use tool_service::{tool_service, wire::Frame, Registry, ToolError};
+/// use tool_service::{tool_service, wire::Frame, Registry, State, ToolError};
 ///
 /// /// Repeat a letter.
 /// ///
@@ -196,74 +178,67 @@ impl Limits {
 ///     "a".repeat(times)
 /// }
 ///
+/// /// Wait forever.
+/// #[tool_service(topic = "stuck")]
+/// async fn stuck() {
+///     std::future::pending::<()>().await
+/// }
+///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let service = Registry::collect().unwrap().service("repeat-service").unwrap();
-/// let limits = Limits::default().with_max_message_size(64 * 1024);
+/// let registry = Registry::collect().unwrap();
+/// let limits = Limits::default()
+///     .with_timeout(Duration::from_millis(20))
+///     .with_max_message_size(64 * 1024);
 /// let mut frames: Vec<Frame> = Vec::new();
+///
+/// let repeat = registry.service("repeat-service").unwrap();
 /// let payload = br#"{"arguments": "{\"times\": 100000}"}"#;
-/// let state = tool_service::State::new();
-/// let ok = dispatch::dispatch_with(service, &state, "r", payload, limits, &mut frames).await.unwrap();
+/// let ok = dispatch::dispatch_with(repeat, &State::new(), "r1", payload, limits, &mut frames).await.unwrap();
 /// assert!(!ok);
 /// let error = frames[0].error.as_ref().unwrap();
 /// assert_eq!(error.kind(), ToolError::RESPONSE_TOO_LARGE);
 /// assert!(error.message().contains("65536 bytes"), "{}", error.message());
+///
+/// let stuck = registry.service("stuck-service").unwrap();
+/// let ok = dispatch::dispatch_with(stuck, &State::new(), "r2", b"{}", limits, &mut frames).await.unwrap();
+/// assert!(!ok);
+/// assert_eq!(frames[1].error.as_ref().unwrap().kind(), ToolError::TIMEOUT);
 /// # }
 /// ```
 ///
 /// # Errors
 /// Only the sink's errors.
-pub async fn dispatch_with<S: FrameSink + Send>(
+// Not an `async fn`: the payload is decoded here, and the future returned
+// is `respond`'s own, so that a request's future does not carry a
+// wrapper's copy of the arguments.
+pub fn dispatch_with<'a, S: FrameSink + Send>(
+    service: Service,
+    state: &'a State,
+    id: &'a str,
+    payload: &'a [u8],
+    limits: Limits,
+    sink: &'a mut S,
+) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
+    respond(service, state, id, Request::decode(payload), limits, sink)
+}
+
+/// The one request path: a request (or why it did not decode) in, its
+/// frames out to `sink`. Every transport and [`Registry::call`] come here.
+///
+/// [`Registry::call`]: crate::Registry::call
+pub(crate) async fn respond<S: FrameSink + Send>(
     service: Service,
     state: &State,
     id: &str,
-    payload: &[u8],
+    request: Result<Request, ToolError>,
     limits: Limits,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        let request = Request::decode(payload);
         return Box::pin(stream(service, state, id, request, limits, sink)).await;
     }
-    let frame = answer(service, state, id, payload, limits).await;
-    let ok = frame.error.is_none();
-    sink.send(id, frame).await?;
-    Ok(ok)
-}
-
-/// Serves one decoded request; see [`dispatch`].
-///
-/// # Errors
-/// Only the sink's errors.
-pub async fn run<S: FrameSink + Send>(
-    service: Service,
-    id: &str,
-    request: Request,
-    sink: &mut S,
-) -> Result<bool, S::Error> {
-    run_with(
-        service,
-        State::empty(),
-        id,
-        request,
-        Limits::default(),
-        sink,
-    )
-    .await
-}
-
-pub(crate) async fn run_with<S: FrameSink + Send>(
-    service: Service,
-    state: &State,
-    id: &str,
-    request: Request,
-    limits: Limits,
-    sink: &mut S,
-) -> Result<bool, S::Error> {
-    if service.is_streaming() {
-        return Box::pin(stream(service, state, id, Ok(request), limits, sink)).await;
-    }
-    let frame = answer_to(service, state, id, Ok(request), limits).await;
+    let frame = reply(service, state, id, request, limits).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
@@ -273,42 +248,31 @@ pub(crate) async fn run_with<S: FrameSink + Send>(
 /// handler's outcome, or the error that replaces it (a malformed payload, a
 /// panic, the timeout, a response too large for the broker).
 ///
-/// The payload is decoded and the handler called here; the future holds
-/// little besides the handler's own (boxed) future, so it is cheap to move,
-/// to poll where it was made, and to spawn.
-pub(crate) fn answer(
-    service: Service,
-    state: &State,
-    id: &str,
-    payload: &[u8],
-    limits: Limits,
-) -> Answer {
-    answer_to(service, state, id, Request::decode(payload), limits)
-}
-
-/// [`answer`] to a request already decoded (or that failed to decode).
-fn answer_to(
+/// The handler is called here; the future holds little besides the
+/// handler's own (boxed) future, so it is cheap to move, to poll where it
+/// was made, and to spawn.
+pub(crate) fn reply(
     service: Service,
     state: &State,
     id: &str,
     request: Result<Request, ToolError>,
     limits: Limits,
-) -> Answer {
+) -> Reply {
     debug_assert!(!service.is_streaming(), "{service:?} streams");
     let handler = match request {
         Ok(request) => Ok(handle(service, state, id, request, limits.timeout)),
         Err(error) => Err(Some(error)),
     };
-    Answer {
+    Reply {
         handler,
         id_len: id.len(),
         max_message_size: limits.max_message_size,
     }
 }
 
-/// The future of [`answer`]. It borrows nothing, and is `Unpin`: it can be
+/// The future of [`reply`]. It borrows nothing, and is `Unpin`: it can be
 /// polled where it was made and moved into a task if it is pending.
-pub(crate) struct Answer {
+pub(crate) struct Reply {
     /// The handler, or why there is none (taken once answered).
     handler: Result<Deadline, Option<ToolError>>,
     /// The length of the request's id, which the response message carries.
@@ -316,14 +280,14 @@ pub(crate) struct Answer {
     max_message_size: Option<usize>,
 }
 
-impl Future for Answer {
+impl Future for Reply {
     type Output = Frame;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Frame> {
         let this = &mut *self;
         let outcome = match &mut this.handler {
             Ok(handler) => std::task::ready!(Pin::new(handler).poll(cx)),
-            Err(error) => Err(error.take().expect("`Answer` polled after it was ready")),
+            Err(error) => Err(error.take().expect("`Reply` polled after it was ready")),
         };
         let limits = Limits {
             timeout: None,
@@ -520,7 +484,6 @@ fn fit(frame: Frame, id_len: usize, max: usize) -> Frame {
     )))
 }
 
-/// Calls the handler, turning a panic while creating its future into an error.
 /// What one request of `service` gets: the shared values when its handler
 /// takes any, else an empty state (no reference count touched).
 fn state_for(service: Service, state: &State) -> State {
@@ -531,6 +494,7 @@ fn state_for(service: Service, state: &State) -> State {
     }
 }
 
+/// Calls the handler, turning a panic while creating its future into an error.
 fn call_handler(service: Service, invocation: Invocation) -> HandlerFuture {
     let handler = service.handler();
     match catch_unwind(AssertUnwindSafe(move || handler(invocation))) {
@@ -656,7 +620,7 @@ mod tests {
                 .unwrap();
             assert_eq!(frames, [Frame::last(Ok(format!("{id} for alice")))]);
         }
-        let frame = answer(service, State::empty(), "req-9", payload, limits).await;
+        let frame = reply(service, State::empty(), "req-9", Request::decode(payload), limits).await;
         assert_eq!(frame, Frame::last(Ok("req-9 for alice".into())));
     }
 
@@ -698,11 +662,11 @@ mod timeout_tests {
     async fn a_waiting_handler_is_answered_within_its_timeout_and_cancelled_at_it() {
         let registry = Registry::collect().unwrap();
         let service = registry.service("timeout-tests-wait-service").unwrap();
-        let limit = Some(Duration::from_secs(2));
+        let limit = Limits::default().with_timeout(Duration::from_secs(2));
         let mut frames: Vec<Frame> = Vec::new();
         let started = tokio::time::Instant::now();
         let payload = br#"{"arguments": "{\"ms\": 1500}"}"#;
-        assert!(dispatch_within(service, "r", payload, limit, &mut frames)
+        assert!(dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
             .await
             .unwrap());
         assert_eq!(frames, [Frame::last(Ok("waited 1500 ms".into()))]);
@@ -711,7 +675,7 @@ mod timeout_tests {
         frames.clear();
         let started = tokio::time::Instant::now();
         let payload = br#"{"arguments": "{\"ms\": 60000}"}"#;
-        assert!(!dispatch_within(service, "r", payload, limit, &mut frames)
+        assert!(!dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
             .await
             .unwrap());
         assert_eq!(frames[0].error.as_ref().unwrap().kind(), ToolError::TIMEOUT);
@@ -724,8 +688,8 @@ mod timeout_tests {
         let service = registry.service("hang-after-a-chunk-service").unwrap();
         let mut frames: Vec<Frame> = Vec::new();
         let payload = br#"{"config": "{}", "arguments": "{}"}"#;
-        let limit = Some(Duration::from_secs(2));
-        let ok = dispatch_within(service, "r", payload, limit, &mut frames)
+        let limit = Limits::default().with_timeout(Duration::from_secs(2));
+        let ok = dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
             .await
             .unwrap();
         assert!(!ok);

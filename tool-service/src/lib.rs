@@ -45,6 +45,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `metrics`, `serve` (the `pulsar` client, rustls) |
+//! | `mcp` | yes | serving every tool over the Model Context Protocol: [`mcp`], stdio and Streamable HTTP (rmcp, hyper) |
 //! | `cli` | yes | `run!()`: the command line (`descriptors`, `list`, `call`, and `serve` with `pulsar`) (clap, tracing-subscriber) |
 //!
 //! Without them the crate has the attribute, the [`Registry`], the
@@ -106,6 +107,11 @@ mod pulsar_compat;
 #[cfg(feature = "pulsar")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod serve;
+
+// The MCP side.
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 
 // The command line.
 #[cfg(feature = "cli")]

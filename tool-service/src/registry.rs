@@ -355,7 +355,7 @@ impl Registry {
             timeout: service.timeout(),
             max_message_size: Some(crate::wire::DEFAULT_MAX_MESSAGE_SIZE),
         };
-        match dispatch::run_with(service, &self.state, id, request, limits, &mut frames).await {
+        match dispatch::respond(service, &self.state, id, Ok(request), limits, &mut frames).await {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
         }
@@ -471,6 +471,7 @@ mod tests {
             tools: &[],
             config_schema: __private::config_schema::<Empty>,
             arguments_schema: __private::arguments_schema::<Empty>,
+            output_schema: || None,
             check_config: __private::check_config::<Empty>,
             states: &[],
             handler,

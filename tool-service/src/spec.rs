@@ -61,6 +61,9 @@ pub struct ServiceSpec {
     pub tools: &'static [ToolSpec],
     pub config_schema: fn() -> schemars::Schema,
     pub arguments_schema: fn() -> schemars::Schema,
+    /// The JSON schema of the handler's result as it serializes, when its
+    /// type implements `JsonSchema`.
+    pub output_schema: fn() -> Option<schemars::Schema>,
     pub check_config: fn(&str) -> Result<(), ToolError>,
     /// The `#[state]` types the handler takes.
     pub states: &'static [StateNeed],
@@ -200,6 +203,12 @@ impl Service {
     }
 
     /// Whether the handler takes the request's `#[context]`.
+    /// The JSON schema of what the handler returns, as it serializes, when
+    /// its type implements `JsonSchema` (`{"type": "string"}` for text).
+    pub fn output_schema(&self) -> Option<schemars::Schema> {
+        (self.0.output_schema)()
+    }
+
     pub(crate) fn takes_context(&self) -> bool {
         self.0.takes_context
     }

@@ -251,10 +251,15 @@ impl App {
                     std::time::Duration::from_secs(30),
                 )
             }
+            #[cfg(feature = "mcp")]
+            Run::Mcp(run) => {
+                let grace = run.grace_period;
+                (super::mcp::run(&registry, run).await, grace)
+            }
             #[cfg(feature = "pulsar")]
-            Run::Serve(options, _) => (
-                super::serve::serve(&registry, &options).await,
-                options.grace_period,
+            Run::Serve(run) => (
+                super::serve::serve(&registry, &run).await,
+                run.options.grace_period,
             ),
             #[cfg(feature = "pulsar")]
             Run::Config(..) => unreachable!("config commands return before the setup"),
@@ -280,8 +285,10 @@ impl App {
 /// A command that runs handlers, with what it needs.
 enum Run {
     Call(CallArgs),
+    #[cfg(feature = "mcp")]
+    Mcp(super::mcp::McpRun),
     #[cfg(feature = "pulsar")]
-    Serve(crate::serve::ServeOptions, Option<u16>),
+    Serve(super::serve::ServeRun),
     /// `announce` or `withdraw`: runs no handler, so no setup.
     #[cfg(feature = "pulsar")]
     Config(super::announce::Change, super::announce::TargetArgs),
@@ -292,8 +299,10 @@ impl Run {
     fn is_one_request(&self) -> bool {
         match self {
             Run::Call(_) => true,
+            #[cfg(feature = "mcp")]
+            Run::Mcp(_) => false,
             #[cfg(feature = "pulsar")]
-            Run::Serve(..) => false,
+            Run::Serve(_) => false,
             #[cfg(feature = "pulsar")]
             Run::Config(..) => true,
         }
@@ -302,8 +311,10 @@ impl Run {
     fn worker_threads(&self) -> Option<u16> {
         match self {
             Run::Call(_) => None,
+            #[cfg(feature = "mcp")]
+            Run::Mcp(_) => None,
             #[cfg(feature = "pulsar")]
-            Run::Serve(_, threads) => *threads,
+            Run::Serve(run) => run.worker_threads,
             #[cfg(feature = "pulsar")]
             Run::Config(..) => None,
         }
@@ -350,10 +361,8 @@ where
         Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
         Command::List => list(&registry, out),
         #[cfg(feature = "pulsar")]
-        Command::Serve(args) => match super::serve::prepare(args) {
-            Ok((options, threads)) => {
-                return Ok((registry, Box::new(Run::Serve(options, threads))))
-            }
+        Command::Serve(args) => match super::serve::prepare(args, meta) {
+            Ok(run) => return Ok((registry, Box::new(Run::Serve(run)))),
             Err(error) => Err(error),
         },
         #[cfg(feature = "pulsar")]
@@ -371,6 +380,13 @@ where
             let change = super::announce::Change::Withdraw;
             return Ok((registry, Box::new(Run::Config(change, target))));
         }
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => match super::mcp::prepare(args, &registry, meta) {
+            Ok(run) => return Ok((registry, Box::new(Run::Mcp(run)))),
+            Err(error) => Err(error),
+        },
+        #[cfg(not(feature = "mcp"))]
+        Command::Mcp { .. } => Err("`mcp` needs the `mcp` feature of tool-service, and this binary was built without it".into()),
         #[cfg(not(feature = "pulsar"))]
         Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
         Command::Call {

@@ -8,6 +8,7 @@
 //! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]… [--announce]
 //! joke announce [--workspace WS] [--only SERVICE_ID]… [--replace] [--dry-run]
 //! joke withdraw [--workspace WS] [--only SERVICE_ID]… [--dry-run]
+//! joke mcp [--listen HOST:PORT] [--mcp-token-file FILE] [--mcp-allowed-host HOST]…
 //! ```
 
 use std::ffi::OsString;
@@ -24,6 +25,8 @@ use crate::Registry;
 #[cfg(feature = "pulsar")]
 mod announce;
 mod app;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(feature = "pulsar")]
 mod serve;
 
@@ -79,6 +82,20 @@ pub(super) enum Command {
     #[cfg(not(feature = "pulsar"))]
     #[command(hide = true, disable_help_flag = true)]
     Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        ignored: Vec<OsString>,
+    },
+    /// Serve every tool (or those of the services named with --only) over
+    /// the Model Context Protocol: on stdio, for clients that start this
+    /// binary, or with --listen over Streamable HTTP at /mcp. Needs no
+    /// broker.
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::McpArgs),
+    /// Serving over MCP needs the `mcp` feature of tool-service, which this
+    /// binary was built without.
+    #[cfg(not(feature = "mcp"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Mcp {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ignored: Vec<OsString>,
     },
@@ -222,6 +239,90 @@ fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
                 .version(format!("(tool-service {TOOL_SERVICE_VERSION})"))
         }
     }
+}
+
+/// Logs to standard error (standard output is the commands' own, and the
+/// MCP protocol's on stdio), up to `level`.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn init_logging(level: &str) -> Result<(), BoxError> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    let level: tracing::Level = level.parse()?;
+    // The MCP SDK's own lines (each session's client, each notification)
+    // only when debugging; its warnings always. (More verbose levels are
+    // greater.)
+    let sdk = if level >= tracing::Level::DEBUG {
+        level
+    } else {
+        level.min(tracing::Level::WARN)
+    };
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("rmcp", sdk);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .with_filter(targets);
+    // A second binary-level subscriber (e.g. set by the user) wins; keep it.
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+    Ok(())
+}
+
+/// The token in `path`, without surrounding whitespace.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        format!(
+            "{flag} {}: cannot read the token: {error}",
+            path.display()
+        )
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "{flag} {}: the file is empty; it should hold the token",
+            path.display()
+        ));
+    }
+    Ok(token.to_owned())
+}
+
+/// `30s` (every service) or `joke-service=30s` (one service).
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
+    match text.rsplit_once('=') {
+        Some((id, limit)) if !id.is_empty() => {
+            Ok((Some(id.to_owned()), crate::duration::parse(limit)?))
+        }
+        _ => Ok((None, crate::duration::parse(text)?)),
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown requested");
 }
 
 type CliResult = Result<ExitCode, BoxError>;

@@ -47,7 +47,7 @@ impl BrokerArgs {
         }
         let mut broker = BrokerOptions::new(self.pulsar_host);
         let token = match &self.pulsar_api_key_file {
-            Some(path) => Some(read_token_file(path)?),
+            Some(path) => Some(super::read_token_file("--pulsar-api-key-file", path)?),
             None => self.pulsar_api_key.filter(|token| !token.is_empty()),
         };
         if let Some(token) = token {
@@ -88,7 +88,7 @@ pub(crate) struct ServeArgs {
     /// with a `timeout` error, for services whose `timeout` attribute sets
     /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
     /// timeout, over its attribute. Repeatable; units ms, s, m, h.
-    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = parse_timeout)]
+    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
     timeout: Vec<(Option<String>, std::time::Duration)>,
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
@@ -135,36 +135,31 @@ pub(crate) struct ServeArgs {
     /// it is retried; units ms, s, m, h.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
     announce_timeout: std::time::Duration,
+    /// Also serve every tool over MCP (Streamable HTTP) at
+    /// http://HOST:PORT/mcp, in this process; the drain and shutdown
+    /// cover both.
+    #[cfg(feature = "mcp")]
+    #[arg(long, value_name = "HOST:PORT")]
+    mcp_listen: Option<std::net::SocketAddr>,
+    #[cfg(feature = "mcp")]
+    #[command(flatten)]
+    mcp_http: super::mcp::McpHttpArgs,
 }
 
-/// The token in `path`, without surrounding whitespace.
-fn read_token_file(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        format!(
-            "--pulsar-api-key-file {}: cannot read the token: {error}",
-            path.display()
-        )
-    })?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(format!(
-            "--pulsar-api-key-file {}: the file is empty; it should hold the Pulsar token",
-            path.display()
-        ));
-    }
-    Ok(token.to_owned())
+/// What `serve` runs: Pulsar, the handler threads it asks for, and MCP
+/// beside it.
+#[derive(Debug)]
+pub(super) struct ServeRun {
+    pub(super) options: ServeOptions,
+    pub(super) worker_threads: Option<u16>,
+    #[cfg(feature = "mcp")]
+    mcp: Option<(std::net::SocketAddr, crate::mcp::HttpOptions, crate::mcp::McpOptions)>,
 }
 
 /// The options `serve` runs with, and the handler threads it asks for;
 /// logging is set up here, before any hook runs.
-pub(super) fn prepare(args: ServeArgs) -> Result<(ServeOptions, Option<u16>), BoxError> {
-    let level: tracing::Level = args.log_level.parse()?;
-    // A second binary-level subscriber (e.g. set by the user) wins; keep it.
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<ServeRun, BoxError> {
+    super::init_logging(&args.log_level)?;
     crate::broker::forward_client_logs();
     let mut options = ServeOptions::with_broker(args.broker.options()?);
     if args.announce {
@@ -194,12 +189,93 @@ pub(super) fn prepare(args: ServeArgs) -> Result<(ServeOptions, Option<u16>), Bo
             None => options.timeout = limit,
         }
     }
-    Ok((options, args.worker_threads))
+    #[cfg(feature = "mcp")]
+    let mcp = match args.mcp_listen {
+        Some(address) => {
+            let timeouts: Vec<_> = options
+                .service_timeouts
+                .iter()
+                .map(|(id, limit)| (Some(id.clone()), *limit))
+                .chain([(None, options.timeout)])
+                .collect();
+            let server =
+                super::mcp::server_options(meta, &options.only, args.concurrency, &timeouts);
+            Some((address, args.mcp_http.options(options.grace_period)?, server))
+        }
+        None => None,
+    };
+    #[cfg(not(feature = "mcp"))]
+    let _ = meta;
+    Ok(ServeRun {
+        options,
+        worker_threads: args.worker_threads,
+        #[cfg(feature = "mcp")]
+        mcp,
+    })
 }
 
-/// Serves until SIGINT or SIGTERM; an error when requests were abandoned.
-pub(super) async fn serve(registry: &Registry, options: &ServeOptions) -> CliResult {
-    let reports = crate::serve::serve(registry, options, shutdown_signal()).await?;
+/// Serves until SIGINT or SIGTERM, on Pulsar and (with --mcp-listen) over
+/// MCP; an error when requests were abandoned.
+pub(super) async fn serve(registry: &Registry, run: &ServeRun) -> CliResult {
+    let options = &run.options;
+    #[cfg(feature = "mcp")]
+    if let Some((address, http, server)) = &run.mcp {
+        return serve_with_mcp(registry, options, *address, http.clone(), server.clone()).await;
+    }
+    let reports = crate::serve::serve(registry, options, super::shutdown_signal()).await?;
+    abandoned(&reports)
+}
+
+/// Pulsar and MCP in one process: one signal stops both, and each drains
+/// within the grace period. MCP is bound first, so a taken port fails at
+/// once.
+#[cfg(feature = "mcp")]
+async fn serve_with_mcp(
+    registry: &Registry,
+    options: &ServeOptions,
+    address: std::net::SocketAddr,
+    http: crate::mcp::HttpOptions,
+    server: crate::mcp::McpOptions,
+) -> CliResult {
+    let listener = super::mcp::bind(address).await?;
+    let server = crate::mcp::McpServer::new(std::sync::Arc::new(registry.clone()), server);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let stopped_when = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let mcp = tokio::spawn(crate::mcp::serve_http(
+        server,
+        listener,
+        http,
+        stopped_when(stopped.clone()),
+    ));
+    let signal = async {
+        super::shutdown_signal().await;
+        let _ = stop.send(true);
+    };
+    let pulsar = crate::serve::serve(registry, options, stopped_when(stopped));
+    tokio::pin!(signal);
+    tokio::pin!(pulsar);
+    let reports = loop {
+        tokio::select! {
+            reports = &mut pulsar => break reports,
+            () = &mut signal => {}
+        }
+    };
+    // Pulsar stopped (or never started): MCP stops too.
+    let _ = stop.send(true);
+    match mcp.await {
+        Ok(Err(error)) => tracing::error!(%error, "MCP stopped with an error"),
+        Err(error) => tracing::error!(%error, "MCP stopped with an error"),
+        Ok(Ok(())) => {}
+    }
+    abandoned(&reports?)
+}
+
+/// Success, or an error when requests were abandoned at shutdown.
+fn abandoned(
+    reports: &std::collections::HashMap<&'static str, crate::serve::ServiceReport>,
+) -> CliResult {
     let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
     if abandoned > 0 {
         return Err(
@@ -207,40 +283,6 @@ pub(super) async fn serve(registry: &Registry, options: &ServeOptions) -> CliRes
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `30s` (every service) or `joke-service=30s` (one service).
-fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
-    match text.rsplit_once('=') {
-        Some((id, limit)) if !id.is_empty() => {
-            Ok((Some(id.to_owned()), crate::duration::parse(limit)?))
-        }
-        _ => Ok((None, crate::duration::parse(text)?)),
-    }
-}
-
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutdown requested");
 }
 
 #[cfg(test)]
@@ -324,12 +366,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("token");
         std::fs::write(&path, "  eyJ-token\n\n").unwrap();
-        assert_eq!(read_token_file(&path).unwrap(), "eyJ-token");
+        assert_eq!(super::super::read_token_file("--pulsar-api-key-file", &path).unwrap(), "eyJ-token");
         std::fs::write(&path, " \n").unwrap();
-        assert!(read_token_file(&path)
+        assert!(super::super::read_token_file("--pulsar-api-key-file", &path)
             .unwrap_err()
             .contains("the file is empty"));
-        let missing = read_token_file(&dir.join("missing")).unwrap_err();
+        let missing = super::super::read_token_file("--pulsar-api-key-file", &dir.join("missing")).unwrap_err();
         assert!(missing.contains("cannot read the token"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();
         let (code, _, err) = run(&[

@@ -3,16 +3,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use crate::dispatch::{DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
+
 use crate::broker::BrokerOptions;
 use crate::Service;
-
-/// Requests a service handles at once unless its attribute or `--concurrency`
-/// says otherwise.
-///
-/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
-/// should keep many requests in flight; 64 keeps a slow downstream from
-/// piling up unbounded work and memory.
-pub const DEFAULT_CONCURRENCY: usize = 64;
 
 /// How many requests the broker may push to a replica ahead of its handlers
 /// (Pulsar's own default receiver queue size; larger when the concurrency
@@ -20,11 +14,6 @@ pub const DEFAULT_CONCURRENCY: usize = 64;
 /// without room, so a small window would lose bursts; replicas on a Shared
 /// subscription still take turns.
 pub const RECEIVE_WINDOW: usize = 1000;
-
-/// How long one request may run unless the service's `timeout` attribute or
-/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
-/// waits for an answer by default, since a later answer reaches nobody.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How long in-flight requests may take to finish after a shutdown signal.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);

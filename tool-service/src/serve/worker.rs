@@ -30,7 +30,7 @@ use super::{stop_requested, ServeError, ServiceReport};
 use crate::dispatch::{self, FrameSink};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
-use crate::wire::{Frame, UNKNOWN_ID};
+use crate::wire::{Frame, Request, UNKNOWN_ID};
 use crate::{Service, State, ToolError};
 
 type RequestMessage = pulsar::consumer::Message<Vec<u8>>;
@@ -580,7 +580,7 @@ impl Worker {
             let request = Box::pin(
                 async move {
                     let frame =
-                        dispatch::answer(service, &state, &id, &message.payload.data, limits).await;
+                        dispatch::reply(service, &state, &id, Request::decode(&message.payload.data), limits).await;
                     Answer::handled(message, id, frame, timing, request_span)
                 }
                 .instrument(span),
@@ -595,7 +595,7 @@ impl Worker {
             let state = &self.state;
             let payload = &message.payload.data;
             self.gate
-                .poll_once(|| dispatch::answer(service, state, &id, payload, limits))
+                .poll_once(|| dispatch::reply(service, state, &id, Request::decode(payload), limits))
         };
         match polled {
             Ok(frame) => {

@@ -1,0 +1,169 @@
+//! The `mcp` command, and the MCP flags `serve --mcp-listen` shares with it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::mcp::{HttpOptions, McpOptions, McpServer};
+use crate::Registry;
+
+use super::{BoxError, CliResult, Meta};
+
+/// How an MCP server over HTTP is reached: its token and the host names and
+/// origins it answers.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct McpHttpArgs {
+    /// A file holding the bearer token every MCP request must carry
+    /// (`Authorization: Bearer TOKEN`; read once at start, surrounding
+    /// whitespace ignored).
+    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
+    mcp_token_file: Option<PathBuf>,
+    /// The bearer token itself. Prefer --mcp-token-file: other local users
+    /// can read a process's environment less easily than its arguments,
+    /// but a file is safer still.
+    #[arg(
+        long,
+        env = "MCP_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "mcp_token_file"
+    )]
+    mcp_token: Option<String>,
+    /// Also answer requests whose `Host` is this name (repeatable; e.g. the
+    /// service's name in a container network; `*` answers any). localhost,
+    /// 127.0.0.1 and ::1 are always answered.
+    #[arg(long, value_name = "HOST")]
+    mcp_allowed_host: Vec<String>,
+    /// Also accept browser requests from this origin, e.g.
+    /// `https://app.example.com` (repeatable; local origins always pass).
+    #[arg(long, value_name = "ORIGIN")]
+    mcp_allowed_origin: Vec<String>,
+}
+
+impl McpHttpArgs {
+    /// The HTTP options, with the token read from its file.
+    pub(super) fn options(&self, grace_period: Duration) -> Result<HttpOptions, BoxError> {
+        let mut options = HttpOptions::default();
+        options.token = match &self.mcp_token_file {
+            Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),
+            None => self.mcp_token.clone().filter(|token| !token.is_empty()),
+        };
+        options
+            .allowed_hosts
+            .extend(self.mcp_allowed_host.iter().cloned());
+        options.allowed_origins = self.mcp_allowed_origin.clone();
+        options.grace_period = grace_period;
+        Ok(options)
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct McpArgs {
+    /// Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<SocketAddr>,
+    #[command(flatten)]
+    http: McpHttpArgs,
+    /// Serve only the tools of this service id (repeatable).
+    #[arg(long, value_name = "SERVICE_ID")]
+    only: Vec<String>,
+    /// Calls each service handles at once; more wait [default: the
+    /// service's `concurrency`, else 64].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: Option<u32>,
+    /// How long one call may run before it is cancelled and answered with a
+    /// `timeout` error, for services whose `timeout` attribute sets none
+    /// [default: 600s]. `SERVICE_ID=DURATION` sets one service's timeout.
+    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
+    timeout: Vec<(Option<String>, Duration)>,
+    /// Seconds calls in flight may take to finish after SIGINT/SIGTERM.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    grace_period: u64,
+    /// The most verbose log level shown (on standard error).
+    #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    log_level: String,
+}
+
+/// What `mcp` runs, checked before any hook.
+#[derive(Debug)]
+pub(super) struct McpRun {
+    listen: Option<SocketAddr>,
+    http: HttpOptions,
+    options: McpOptions,
+    pub(super) grace_period: Duration,
+}
+
+/// The server options of the flags `mcp` and `serve` share.
+pub(super) fn server_options(
+    meta: Option<Meta>,
+    only: &[String],
+    concurrency: Option<u32>,
+    timeouts: &[(Option<String>, Duration)],
+) -> McpOptions {
+    let mut options = match meta {
+        Some(meta) => McpOptions::new(meta.name, meta.version),
+        None => McpOptions::default(),
+    };
+    options.only = only.to_vec();
+    options.concurrency = concurrency.map(|n| n as usize);
+    for (service, limit) in timeouts {
+        match service {
+            Some(id) => options.service_timeouts.push((id.clone(), *limit)),
+            None => options.timeout = *limit,
+        }
+    }
+    options
+}
+
+/// Checks the flags, and sets up logging (to standard error).
+pub(super) fn prepare(
+    args: McpArgs,
+    registry: &Registry,
+    meta: Option<Meta>,
+) -> Result<McpRun, BoxError> {
+    super::init_logging(&args.log_level)?;
+    for id in args.only.iter().chain(args.timeout.iter().filter_map(|(id, _)| id.as_ref())) {
+        if registry.service(id).is_none() {
+            let known = crate::known::list(registry.services().iter().map(|service| service.id()));
+            return Err(format!("no service `{id}` in this binary (known: {known})").into());
+        }
+    }
+    let grace_period = Duration::from_secs(args.grace_period);
+    Ok(McpRun {
+        listen: args.listen,
+        http: args.http.options(grace_period)?,
+        options: server_options(meta, &args.only, args.concurrency, &args.timeout),
+        grace_period,
+    })
+}
+
+/// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
+/// SIGTERM.
+pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
+    let selected = registry
+        .services()
+        .iter()
+        .copied()
+        .filter(|service| run.options.only.is_empty() || run.options.only.iter().any(|id| id == service.id()));
+    registry.check_state(selected)?;
+    let registry = Arc::new(registry.clone());
+    let server = McpServer::new(registry, run.options);
+    match run.listen {
+        None => {
+            crate::mcp::serve_stdio(server, run.grace_period, super::shutdown_signal()).await?;
+        }
+        Some(address) => {
+            let listener = bind(address).await?;
+            crate::mcp::serve_http(server, listener, run.http, super::shutdown_signal()).await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The MCP listener, or an error that says which address was taken.
+pub(super) async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, BoxError> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("cannot serve MCP on {address}: {error}").into())
+}

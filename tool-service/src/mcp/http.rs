@@ -1,0 +1,268 @@
+//! MCP over Streamable HTTP at `/mcp`: rmcp's `StreamableHttpService` on
+//! hyper, behind a bearer-token check, with the DNS-rebinding guard (allowed
+//! `Host` and `Origin` values) and a drain on shutdown.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::McpServer;
+
+/// The path MCP is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The host names a server answers by default: a client on this machine.
+pub const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+/// How MCP is served over HTTP.
+///
+/// ```
+/// use tool_service::mcp::HttpOptions;
+///
+/// // In a container, the name other containers reach this one by.
+/// let options = HttpOptions::default()
+///     .allow_host("joke-tools")
+///     .with_token("s3cret");
+/// assert!(options.allowed_hosts.contains(&"joke-tools".to_owned()));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The `Host` values (names, optionally with a port) requests may
+    /// carry: the DNS-rebinding guard. Default [`LOCAL_HOSTS`]; `*` allows
+    /// any.
+    pub allowed_hosts: Vec<String>,
+    /// The `Origin` values a browser's requests may carry, besides the
+    /// local ones (`http://localhost:*` and the like); requests without an
+    /// `Origin` are not browsers' and pass.
+    pub allowed_origins: Vec<String>,
+    /// When set, every request must carry `Authorization: Bearer TOKEN`.
+    pub token: Option<String>,
+    /// How long calls in flight may take to finish after shutdown.
+    pub grace_period: Duration,
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("grace_period", &self.grace_period)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish()
+    }
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: LOCAL_HOSTS.iter().map(|host| (*host).to_owned()).collect(),
+            allowed_origins: Vec::new(),
+            token: None,
+            grace_period: Duration::from_secs(30),
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// These options, also answering requests for `host`.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// These options, requiring `Authorization: Bearer TOKEN`.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    fn config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
+        let local_origins = ["localhost", "127.0.0.1", "[::1]"]
+            .iter()
+            .flat_map(|host| [format!("http://{host}:*"), format!("https://{host}:*")]);
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_origins(local_origins.chain(self.allowed_origins.iter().cloned()))
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_cancellation_token(stop.clone());
+        if self.allowed_hosts.iter().any(|host| host == "*") {
+            config.disable_allowed_hosts()
+        } else {
+            config.with_allowed_hosts(self.allowed_hosts.iter().cloned())
+        }
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
+/// `listener` until `shutdown` completes; then takes no new calls, lets
+/// those in flight finish within the grace period, and closes.
+///
+/// # Errors
+/// Accepting connections failed for good.
+pub async fn serve_http(
+    server: McpServer,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let stop = CancellationToken::new();
+    let factory = server.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(factory.clone()),
+        Arc::new(LocalSessionManager::default()),
+        options.config(&stop),
+    );
+    let token: Option<Arc<str>> = options.token.as_deref().map(Arc::from);
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(
+            url = %format!("http://{address}{MCP_PATH}"),
+            authentication = token.is_some(),
+            "serving MCP"
+        );
+    }
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, say: wait, then go on.
+                    tracing::warn!(%error, "cannot accept an MCP connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let mcp = mcp.clone();
+        let token = token.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let mut mcp = mcp.clone();
+            let token = token.clone();
+            async move {
+                if request.uri().path() != MCP_PATH {
+                    return Ok::<_, Infallible>(plain(
+                        hyper::StatusCode::NOT_FOUND,
+                        "MCP is served at /mcp",
+                    ));
+                }
+                if let Some(token) = &token {
+                    if !authorized(request.headers(), token) {
+                        let mut response = plain(
+                            hyper::StatusCode::UNAUTHORIZED,
+                            "this MCP server needs an `Authorization: Bearer` token",
+                        );
+                        response.headers_mut().insert(
+                            hyper::header::WWW_AUTHENTICATE,
+                            hyper::header::HeaderValue::from_static("Bearer"),
+                        );
+                        return Ok(response);
+                    }
+                }
+                tower_service::Service::call(&mut mcp, request).await
+            }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "MCP connection ended");
+            }
+        });
+    }
+    drop(listener);
+    let in_flight = server.in_flight();
+    tracing::info!(in_flight, "stopping MCP: finishing calls in flight");
+    let drained = server.drain(options.grace_period).await;
+    if !drained {
+        tracing::warn!(
+            abandoned = server.in_flight(),
+            "grace period over: abandoning MCP calls still running"
+        );
+    }
+    // Ends the sessions' streams, then the connections.
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
+    Ok(())
+}
+
+/// Whether the request carries `Authorization: Bearer TOKEN`, compared in
+/// constant time.
+fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            value
+                .strip_prefix("Bearer ")
+                .or_else(|| value.strip_prefix("bearer "))
+        })
+    else {
+        return false;
+    };
+    let (given, token) = (given.trim().as_bytes(), token.as_bytes());
+    given.len() == token.len()
+        && given
+            .iter()
+            .zip(token)
+            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
+}
+
+fn plain(status: hyper::StatusCode, text: &'static str) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_accepted() {
+        let mut headers = hyper::HeaderMap::new();
+        assert!(!authorized(&headers, "s3cret"));
+        for (value, ok) in [
+            ("Bearer s3cret", true),
+            ("bearer s3cret", true),
+            ("Bearer s3cret2", false),
+            ("Bearer s3cre", false),
+            ("Basic s3cret", false),
+            ("s3cret", false),
+        ] {
+            headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
+            assert_eq!(authorized(&headers, "s3cret"), ok, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_token_is_not_shown_in_debug_output() {
+        let options = HttpOptions::default().with_token("s3cret");
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+}

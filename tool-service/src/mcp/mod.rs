@@ -1,0 +1,559 @@
+//! Serving every tool over the Model Context Protocol (MCP), on stdio or
+//! Streamable HTTP, through the same decode → handler → encode path as
+//! Pulsar.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use tool_service::mcp::{self, HttpOptions, McpOptions, McpServer};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Arc::new(tool_service::Registry::collect()?);
+//! let server = McpServer::new(registry, McpOptions::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
+//! mcp::serve_http(server, listener, HttpOptions::default(), async {
+//!     tokio::signal::ctrl_c().await.unwrap()
+//! })
+//! .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! What a client sees:
+//! - one MCP tool per TrustGraph `tool`, with its name and description; the
+//!   tool's preset config is applied here, as TrustGraph's agent would;
+//! - an input schema from the service's argument schema, made safe for
+//!   strict clients (see [`schema`](self#input-schemas));
+//! - a result that is text (a `String`, a unit enum) as text only, with no
+//!   `structuredContent`: TrustGraph's `mcp-tool` client prefers structured
+//!   content and would show the LLM its JSON;
+//! - a result that serializes to a JSON object as `structuredContent` and
+//!   its JSON text, with an `outputSchema` when the type has a schema;
+//!   other JSON (a list, a number) as its text;
+//! - never an empty text (TrustGraph's client fails on it): a tool that
+//!   returns nothing (`()`) or an empty string answers [`NO_OUTPUT`];
+//! - every failure (bad arguments, the handler's error, a panic, the
+//!   timeout) as `isError: true` with the message a Pulsar error frame
+//!   carries; an unknown tool as a JSON-RPC error (-32602);
+//! - a `#[stream]` service's chunks as progress notifications, when the
+//!   client sent a `progressToken`, and the whole text as the result.
+//!
+//! # Input schemas
+//! Strict clients (Gemini, Cursor) reject `["T", "null"]` unions and a
+//! `$schema` key. Each `$ref` is inlined, `null` is taken out of unions,
+//! enums and defaults (an optional argument is simply not `required`), and
+//! `$schema`, the root `title` and non-standard formats (`uint8`, `double`:
+//! the bounds stay) are removed. Enum values, defaults, bounds and
+//! descriptions are kept. Without `$schema`, MCP reads a schema as JSON
+//! Schema 2020-12, the dialect schemars writes.
+
+mod http;
+mod schema;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::{Notify, Semaphore};
+use tracing::Instrument;
+
+pub use http::{serve_http, HttpOptions};
+
+use crate::dispatch::{self, FrameSink, Limits};
+use crate::log_text::Untrusted;
+use crate::wire::{Frame, Request};
+use crate::{Registry, Service};
+
+/// The text a tool that returned nothing answers with: MCP clients such as
+/// TrustGraph's fail on an empty text.
+pub const NO_OUTPUT: &str = "The tool finished and returned no output.";
+
+/// How the MCP server serves the registry's tools.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_service::mcp::McpOptions;
+///
+/// let options = McpOptions::new("joke", "0.3.1").with_timeout(Duration::from_secs(30));
+/// assert_eq!(options.name, "joke");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// The server's name in `initialize` (`serverInfo.name`).
+    pub name: String,
+    /// The server's version in `initialize`.
+    pub version: String,
+    /// Calls each service handles at once (over every MCP session); more
+    /// wait. None: the service's `concurrency` attribute, else
+    /// [`dispatch::DEFAULT_CONCURRENCY`].
+    pub concurrency: Option<usize>,
+    /// How long one call may run, for services whose `timeout` attribute
+    /// sets none ([`dispatch::DEFAULT_TIMEOUT`] by default).
+    pub timeout: Duration,
+    /// Per-service timeouts by service id; these win over the attribute.
+    pub service_timeouts: Vec<(String, Duration)>,
+    /// Serve only the tools of these service ids (all when empty).
+    pub only: Vec<String>,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        Self::new("tool-service", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+impl McpOptions {
+    /// Options for a server of this name and version, with the defaults.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            concurrency: None,
+            timeout: dispatch::DEFAULT_TIMEOUT,
+            service_timeouts: Vec::new(),
+            only: Vec::new(),
+        }
+    }
+
+    /// These options with another default timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn timeout_of(&self, service: Service) -> Duration {
+        self.service_timeouts
+            .iter()
+            .rev()
+            .find(|(id, _)| id == service.id())
+            .map(|(_, limit)| *limit)
+            .or_else(|| service.timeout())
+            .unwrap_or(self.timeout)
+    }
+}
+
+/// An MCP server of a registry's tools: an rmcp [`ServerHandler`], cheap to
+/// clone (one per HTTP session).
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Arc<Registry>,
+    info: Implementation,
+    tools: Vec<McpTool>,
+    by_name: HashMap<String, usize>,
+    /// Calls running now, and whether new ones are refused (shutting down).
+    in_flight: AtomicUsize,
+    closing: AtomicBool,
+    idle: Notify,
+}
+
+/// Counts one call in flight while it lives.
+struct Running<'a>(&'a Inner);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// One TrustGraph tool as an MCP tool.
+struct McpTool {
+    tool: Tool,
+    service: Service,
+    /// The preset config, as the request's `config` text.
+    config: String,
+    /// Whether a result is sent as text only.
+    text: bool,
+    limits: Limits,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.info.name)
+            .field(
+                "tools",
+                &self
+                    .inner
+                    .tools
+                    .iter()
+                    .map(|tool| &tool.tool.name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// The server of every tool of `registry` (or of the services in
+    /// `options.only`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_service::{mcp::{McpOptions, McpServer}, tool_service, Registry};
+    ///
+    /// /// Shout the text.
+    /// ///
+    /// /// # Arguments
+    /// /// * `text` - What to shout.
+    /// #[tool_service(topic = "shout")]
+    /// async fn shout(text: String) -> String {
+    ///     text.to_uppercase()
+    /// }
+    ///
+    /// let server = McpServer::new(Arc::new(Registry::collect().unwrap()), McpOptions::default());
+    /// let tool = server.tool("shout").unwrap();
+    /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
+    /// ```
+    pub fn new(registry: Arc<Registry>, options: McpOptions) -> Self {
+        let services = options.only.iter().collect::<std::collections::HashSet<_>>();
+        let mut permits: HashMap<&'static str, Arc<Semaphore>> = HashMap::new();
+        let mut tools = Vec::new();
+        for (name, descriptor) in &registry.descriptors().tool {
+            let Some((service, _)) = registry.tool(name) else {
+                continue;
+            };
+            if !services.is_empty() && !services.contains(&service.id().to_owned()) {
+                continue;
+            }
+            let arguments = (service.spec().arguments_schema)().to_value();
+            let input = schema::input_schema(&arguments, &descriptor.arguments);
+            let output = service.output_schema().map(schemars::Schema::to_value);
+            let text = output.as_ref().is_some_and(schema::is_text);
+            let mut tool = Tool::new(
+                name.clone(),
+                descriptor.description.clone(),
+                Arc::new(input),
+            );
+            if let Some(output) = output.as_ref().and_then(schema::output_schema) {
+                tool = tool.with_raw_output_schema(Arc::new(output));
+            }
+            let concurrency = options
+                .concurrency
+                .or(service.concurrency())
+                .unwrap_or(dispatch::DEFAULT_CONCURRENCY)
+                .max(1);
+            let permits = Arc::clone(
+                permits
+                    .entry(service.id())
+                    .or_insert_with(|| Arc::new(Semaphore::new(concurrency))),
+            );
+            tools.push(McpTool {
+                tool,
+                service,
+                config: Value::Object(descriptor.config.clone()).to_string(),
+                text,
+                limits: Limits::default().with_timeout(options.timeout_of(service)),
+                permits,
+            });
+        }
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(at, tool)| (tool.tool.name.to_string(), at))
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                info: Implementation::new(options.name, options.version),
+                tools,
+                by_name,
+                in_flight: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// The MCP tool of this name, as `tools/list` shows it.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.find(name).map(|tool| tool.tool.clone())
+    }
+
+    /// Calls running now.
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Refuses new calls (answered "the server is shutting down") and waits
+    /// up to `grace` for those running to finish; whether they all did.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.inner.closing.store(true, Ordering::Release);
+        let idle = async {
+            loop {
+                let notified = self.inner.idle.notified();
+                if self.in_flight() == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(grace, idle).await.is_ok()
+    }
+
+    fn find(&self, name: &str) -> Option<&McpTool> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&at| &self.inner.tools[at])
+    }
+
+    /// Calls a tool: the one request path, then the result as MCP shows it.
+    async fn call(
+        &self,
+        tool: &McpTool,
+        id: &str,
+        arguments: serde_json::Map<String, Value>,
+        progress: Option<Progress>,
+    ) -> CallToolResult {
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        let _running = Running(&self.inner);
+        if self.inner.closing.load(Ordering::Acquire) {
+            return failure("the server is shutting down; try again");
+        }
+        let request = Request {
+            user: None,
+            config: tool.config.clone(),
+            arguments: Value::Object(arguments).to_string(),
+        };
+        // Closed only when the server is dropped; waiting calls then fail.
+        let Ok(_permit) = tool.permits.acquire().await else {
+            return failure("the server is shutting down; try again");
+        };
+        let mut sink = Collect {
+            text: String::new(),
+            chunks: 0,
+            last: None,
+            progress,
+        };
+        let state = self.inner.registry.state();
+        let outcome =
+            dispatch::respond(tool.service, state, id, Ok(request), tool.limits, &mut sink).await;
+        let Ok(ok) = outcome;
+        let Some(last) = sink.last else {
+            return failure("the tool ended without an answer");
+        };
+        if let (false, Some(error)) = (ok, &last.error) {
+            return failure(error.message());
+        }
+        let mut text = sink.text;
+        text.push_str(&last.response);
+        result(text, tool.text)
+    }
+}
+
+/// The progress notifications of one call.
+struct Progress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+/// Collects a response's frames: chunks joined (each sent on as a progress
+/// notification), and the last frame.
+struct Collect {
+    text: String,
+    chunks: u32,
+    last: Option<Frame>,
+    progress: Option<Progress>,
+}
+
+impl FrameSink for Collect {
+    type Error = std::convert::Infallible;
+
+    async fn send(&mut self, _id: &str, frame: Frame) -> Result<(), Self::Error> {
+        if frame.end_of_stream {
+            self.last = Some(frame);
+            return Ok(());
+        }
+        self.chunks += 1;
+        if let Some(progress) = &self.progress {
+            let notice =
+                ProgressNotificationParam::new(progress.token.clone(), f64::from(self.chunks))
+                    .with_message(frame.response.clone());
+            if let Err(error) = progress.peer.notify_progress(notice).await {
+                tracing::debug!(%error, "cannot send a progress notification");
+            }
+        }
+        self.text.push_str(&frame.response);
+        Ok(())
+    }
+}
+
+/// The result of a call that failed, as MCP shows it: `isError` and the
+/// message.
+fn failure(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// The result of a call that succeeded with `text`.
+fn result(text: String, is_text: bool) -> CallToolResult {
+    if text.is_empty() {
+        return CallToolResult::success(vec![ContentBlock::text(NO_OUTPUT)]);
+    }
+    if !is_text && text.starts_with('{') {
+        if let Ok(structured @ Value::Object(_)) = serde_json::from_str::<Value>(&text) {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(structured);
+            return result;
+        }
+    }
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.inner.info.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.inner
+                .tools
+                .iter()
+                .map(|tool| tool.tool.clone())
+                .collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = self.find(&request.name) else {
+            return Err(unknown_tool(&request.name, &self.inner.tools));
+        };
+        let id = context.id.to_string();
+        let span = tracing::info_span!(
+            "request",
+            service = tool.service.id(),
+            request_id = %Untrusted::id(&id),
+            transport = "mcp",
+        );
+        let progress = context.meta.get_progress_token().map(|token| Progress {
+            peer: context.peer.clone(),
+            token,
+        });
+        let arguments = request.arguments.unwrap_or_default();
+        let call = self.call(tool, &id, arguments, progress);
+        // A cancelled call drops the handler's future, as a timeout does.
+        tokio::select! {
+            result = call.instrument(span.clone()) => Ok(result.into()),
+            () = context.ct.cancelled() => {
+                span.in_scope(|| tracing::debug!("cancelled by the client"));
+                Err(ErrorData::internal_error("the call was cancelled", None))
+            }
+        }
+    }
+}
+
+/// The JSON-RPC error for a tool this server does not have.
+fn unknown_tool(name: &str, tools: &[McpTool]) -> ErrorData {
+    let known = crate::known::list(tools.iter().map(|tool| format!("`{}`", tool.tool.name)));
+    ErrorData::invalid_params(
+        format!(
+            "there is no tool `{}` on this server (its tools: {known})",
+            Untrusted::id(name)
+        ),
+        None,
+    )
+}
+
+/// Serves MCP over standard input and output until the client closes them
+/// or `shutdown` completes. Nothing else may write to standard output.
+///
+/// # Errors
+/// The transport failed to start (the `initialize` handshake did not
+/// complete).
+pub async fn serve_stdio(
+    server: McpServer,
+    grace: Duration,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), std::io::Error> {
+    let running = server
+        .clone()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(std::io::Error::other)?;
+    let token = running.cancellation_token();
+    tokio::select! {
+        ended = running.waiting() => {
+            ended.map_err(std::io::Error::other)?;
+        }
+        () = shutdown => {
+            if !server.drain(grace).await {
+                tracing::warn!(abandoned = server.in_flight(), "grace period over: abandoning MCP calls still running");
+            }
+            token.cancel();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_results_are_text_only_and_never_empty() {
+        let text = result("a pun".into(), true);
+        assert_eq!(text.structured_content, None);
+        assert_eq!(text.is_error, Some(false));
+        let empty = result(String::new(), true);
+        assert_eq!(
+            serde_json::to_value(&empty.content).unwrap()[0]["text"],
+            NO_OUTPUT
+        );
+        // Text that happens to be JSON stays text for a text tool.
+        assert_eq!(result("{\"a\": 1}".into(), true).structured_content, None);
+    }
+
+    #[test]
+    fn objects_are_structured_and_other_json_is_text() {
+        let object = result("{\"user\":\"alice\"}".into(), false);
+        assert_eq!(
+            object.structured_content,
+            Some(serde_json::json!({"user": "alice"}))
+        );
+        assert_eq!(
+            serde_json::to_value(&object.content).unwrap()[0]["text"],
+            "{\"user\":\"alice\"}"
+        );
+        assert_eq!(result("[1,2]".into(), false).structured_content, None);
+        assert_eq!(result("{not json".into(), false).structured_content, None);
+    }
+
+    #[test]
+    fn failures_carry_the_message() {
+        let failed = failure("the argument `topic` is missing");
+        assert_eq!(failed.is_error, Some(true));
+        assert_eq!(
+            serde_json::to_value(&failed.content).unwrap()[0]["text"],
+            "the argument `topic` is missing"
+        );
+    }
+}
