@@ -1,0 +1,434 @@
+//! MCP with rmcp's own client, in-process over `tokio::io::duplex`: what a
+//! client lists and gets for each kind of tool, failures, progress,
+//! cancellation, the concurrency bound and the drain. No broker is needed:
+//! MCP calls take the same in-process request path as `call`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tool_service::mcp::{McpOptions, McpServer, NO_OUTPUT};
+use tool_service::{tool_service, Chunks, Context, Registry, StreamClosed, ToolError};
+
+/// Tell a joke on a given topic.
+///
+/// # Arguments
+/// * `topic` - The topic for the joke.
+/// * `count` - How many jokes.
+#[tool_service(
+    topic = "mcp-joke",
+    tool(name = "tell-pun", description = "Tell a pun", config(style = "pun")),
+    tool(name = "tell-dad-joke", description = "Tell a dad joke", config(style = "dad"))
+)]
+async fn joke(#[config_param] style: String, topic: String, count: Option<u8>) -> String {
+    format!("a {style} about {topic} (x{})", count.unwrap_or(1))
+}
+
+/// Who is asking.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Identity {
+    /// The request id.
+    request: String,
+    /// The user, when known.
+    user: Option<String>,
+}
+
+/// Say which request this is.
+#[tool_service(topic = "mcp-whoami")]
+async fn whoami(#[context] ctx: Context) -> Identity {
+    Identity {
+        request: ctx.request_id().to_owned(),
+        user: ctx.user().map(str::to_owned),
+    }
+}
+
+/// List the first numbers.
+///
+/// # Arguments
+/// * `n` - How many.
+#[tool_service(topic = "mcp-numbers")]
+async fn numbers(n: u32) -> Vec<u32> {
+    (1..=n).collect()
+}
+
+/// Do nothing.
+#[tool_service(topic = "mcp-nothing")]
+async fn nothing() {}
+
+/// Always fail.
+#[tool_service(topic = "mcp-fail")]
+async fn fail() -> Result<String, ToolError> {
+    Err(ToolError::with_type("quota-exceeded", "the quota for today is used up"))
+}
+
+/// Always panic.
+#[tool_service(topic = "mcp-panic")]
+async fn panic_now() -> String {
+    panic!("boom")
+}
+
+/// Tell a story in chapters.
+///
+/// # Arguments
+/// * `chapters` - How many chapters.
+#[tool_service(topic = "mcp-story")]
+async fn story(chapters: u8, #[stream] out: &Chunks) -> Result<String, StreamClosed> {
+    for chapter in 1..=chapters {
+        out.send(format!("Chapter {chapter}. ")).await?;
+    }
+    Ok(String::from("The end."))
+}
+
+static HOLD_STARTED: AtomicUsize = AtomicUsize::new(0);
+static HOLD_DROPPED: AtomicBool = AtomicBool::new(false);
+static HOLD_RUNNING: AtomicUsize = AtomicUsize::new(0);
+static HOLD_MOST: AtomicUsize = AtomicUsize::new(0);
+
+/// Marks the handler dropped.
+struct Dropped;
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        HOLD_RUNNING.fetch_sub(1, Ordering::SeqCst);
+        HOLD_DROPPED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Wait for a while.
+///
+/// # Arguments
+/// * `ms` - How long, in milliseconds.
+#[tool_service(topic = "mcp-hold", concurrency = 1, timeout = "300ms")]
+async fn hold(ms: u64) -> String {
+    HOLD_STARTED.fetch_add(1, Ordering::SeqCst);
+    let running = HOLD_RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+    HOLD_MOST.fetch_max(running, Ordering::SeqCst);
+    let _dropped = Dropped;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("held {ms} ms")
+}
+
+/// The tests that call `hold` take turns: they count its calls.
+static HOLDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A client that passes progress notifications on.
+struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+struct Connected {
+    client: RunningService<RoleClient, Client>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    server: McpServer,
+}
+
+async fn connect() -> Connected {
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::new("mcp-tests", "1.2.3"));
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let running = serving.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let (sender, progress) = mpsc::unbounded_channel();
+    let client = Client { progress: sender }.serve(client_end).await.unwrap();
+    Connected {
+        client,
+        progress,
+        server,
+    }
+}
+
+async fn call(connected: &Connected, name: &str, arguments: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(arguments) = arguments {
+        params = params.with_arguments(arguments);
+    }
+    tokio::time::timeout(Duration::from_secs(10), connected.client.call_tool(params))
+        .await
+        .expect("an answer within 10 s")
+        .expect("a result, not a protocol error")
+}
+
+fn text(result: &CallToolResult) -> String {
+    let content = serde_json::to_value(&result.content).unwrap();
+    assert_eq!(content.as_array().unwrap().len(), 1, "{content}");
+    assert_eq!(content[0]["type"], "text", "{content}");
+    content[0]["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
+    let connected = connect().await;
+    let info = connected.client.peer_info().unwrap();
+    let server = serde_json::to_value(&info.server_info).unwrap();
+    assert_eq!(server["name"], "mcp-tests");
+    assert_eq!(server["version"], "1.2.3");
+    let tools = connected.client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "fail",
+            "hold",
+            "nothing",
+            "numbers",
+            "panic-now",
+            "story",
+            "tell-dad-joke",
+            "tell-pun",
+            "whoami"
+        ]
+    );
+    let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
+    assert_eq!(pun.description.as_deref(), Some("Tell a pun"));
+    let schema = Value::Object((*pun.input_schema).clone());
+    // Strict clients: no dialect, no null unions; the optional argument is
+    // not required, the preset's config is not an argument at all.
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string", "description": "The topic for the joke."},
+                // The description the `tool` descriptor gives the agent.
+                "count": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 255,
+                    "description": "How many jokes. Optional. From 0 to 255."
+                }
+            },
+            "required": ["topic"]
+        })
+    );
+    assert!(pun.output_schema.is_none(), "a text tool has no output schema");
+    let whoami = tools.iter().find(|tool| tool.name == "whoami").unwrap();
+    let output = Value::Object((*whoami.output_schema.clone().unwrap()).clone());
+    assert_eq!(output["type"], "object");
+    assert_eq!(output["properties"]["request"]["type"], "string");
+    assert!(output.get("$schema").is_none());
+    let numbers = tools.iter().find(|tool| tool.name == "numbers").unwrap();
+    assert!(numbers.output_schema.is_none(), "structured content is an object");
+}
+
+#[tokio::test]
+async fn each_tool_gets_its_preset_config_applied_server_side() {
+    let connected = connect().await;
+    let pun = call(&connected, "tell-pun", json!({"topic": "cats"})).await;
+    assert_eq!(text(&pun), "a pun about cats (x1)");
+    assert_eq!(pun.structured_content, None, "text only");
+    assert_eq!(pun.is_error, Some(false));
+    let dad = call(&connected, "tell-dad-joke", json!({"topic": "cats", "count": 2})).await;
+    assert_eq!(text(&dad), "a dad about cats (x2)");
+}
+
+#[tokio::test]
+async fn an_object_result_is_structured_content_and_its_json_text() {
+    let connected = connect().await;
+    let result = call(&connected, "whoami", json!({})).await;
+    let structured = result.structured_content.clone().unwrap();
+    assert_eq!(structured["user"], Value::Null);
+    assert!(!structured["request"].as_str().unwrap().is_empty());
+    let text: Value = serde_json::from_str(&text(&result)).unwrap();
+    assert_eq!(text, structured);
+    // A list is JSON text, without structured content (which is an object).
+    let list = call(&connected, "numbers", json!({"n": 3})).await;
+    assert_eq!(text_of(&list), "[1,2,3]");
+    assert_eq!(list.structured_content, None);
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    text(result)
+}
+
+#[tokio::test]
+async fn nothing_returned_is_never_an_empty_text() {
+    let connected = connect().await;
+    let result = call(&connected, "nothing", json!({})).await;
+    assert_eq!(text(&result), NO_OUTPUT);
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn failures_are_tool_errors_with_the_pulsar_frames_message() {
+    let connected = connect().await;
+    let registry = Registry::collect().unwrap();
+    let cases = [
+        ("fail", json!({})),
+        ("panic-now", json!({})),
+        ("tell-pun", json!({"topic": 5})),
+        ("tell-pun", json!({})),
+        ("numbers", json!({"n": -1})),
+    ];
+    for (name, arguments) in cases {
+        let result = call(&connected, name, arguments.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{name} {arguments}");
+        // The same message `call` (and so the Pulsar error frame) carries.
+        let request = tool_service::wire::Request::new(json!({}), arguments.clone());
+        let frames = registry.call(name, "r", request).await.unwrap();
+        let error = frames.last().unwrap().error.clone().unwrap();
+        assert_eq!(text(&result), error.message(), "{name} {arguments}");
+    }
+    let result = call(&connected, "fail", json!({})).await;
+    assert_eq!(text(&result), "the quota for today is used up");
+    let result = call(&connected, "panic-now", json!({})).await;
+    assert_eq!(text(&result), "the tool handler panicked: boom");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error_naming_the_tools() {
+    let connected = connect().await;
+    let error = connected
+        .client
+        .call_tool(CallToolRequestParams::new("tell-no-joke"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("-32602"), "{error}");
+    assert!(
+        error.contains("there is no tool `tell-no-joke` on this server"),
+        "{error}"
+    );
+    assert!(error.contains("`tell-pun`"), "{error}");
+    // The session goes on.
+    let pun = call(&connected, "tell-pun", json!({"topic": "dogs"})).await;
+    assert_eq!(text(&pun), "a pun about dogs (x1)");
+}
+
+#[tokio::test]
+async fn a_stream_sends_its_chunks_as_progress_and_the_whole_text_at_the_end() {
+    let mut connected = connect().await;
+    let result = call(&connected, "story", json!({"chapters": 3})).await;
+    assert_eq!(
+        text(&result),
+        "Chapter 1. Chapter 2. Chapter 3. The end."
+    );
+    let mut seen = Vec::new();
+    while let Ok(Some(progress)) =
+        tokio::time::timeout(Duration::from_millis(500), connected.progress.recv()).await
+    {
+        seen.push((progress.progress, progress.message.unwrap_or_default()));
+        if seen.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            (1.0, String::from("Chapter 1. ")),
+            (2.0, String::from("Chapter 2. ")),
+            (3.0, String::from("Chapter 3. ")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_call_past_its_timeout_is_cancelled_and_answered_with_the_timeout_error() {
+    let _turn = HOLDING.lock().await;
+    let connected = connect().await;
+    HOLD_DROPPED.store(false, Ordering::SeqCst);
+    let result = call(&connected, "hold", json!({"ms": 5000})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        "the tool handler did not finish within 300ms and was cancelled"
+    );
+    assert!(HOLD_DROPPED.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn a_call_the_client_cancels_drops_the_handler() {
+    let _turn = HOLDING.lock().await;
+    let connected = connect().await;
+    HOLD_DROPPED.store(false, Ordering::SeqCst);
+    let started = HOLD_STARTED.load(Ordering::SeqCst);
+    let mut params = CallToolRequestParams::new("hold");
+    params = params.with_arguments(json!({"ms": 250}).as_object().unwrap().clone());
+    let handle = connected
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    wait_for("the handler to start", || {
+        HOLD_STARTED.load(Ordering::SeqCst) > started
+    })
+    .await;
+    assert!(!HOLD_DROPPED.load(Ordering::SeqCst));
+    handle.cancel(Some("the user gave up".into())).await.unwrap();
+    wait_for("the handler to be dropped", || {
+        HOLD_DROPPED.load(Ordering::SeqCst)
+    })
+    .await;
+    assert_eq!(connected.server.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn calls_of_one_service_stay_within_its_concurrency() {
+    let _turn = HOLDING.lock().await;
+    let connected = connect().await;
+    HOLD_MOST.store(0, Ordering::SeqCst);
+    let calls = (0..3).map(|_| call(&connected, "hold", json!({"ms": 50})));
+    for result in futures_util::future::join_all(calls).await {
+        assert_eq!(text(&result), "held 50 ms");
+    }
+    assert_eq!(HOLD_MOST.load(Ordering::SeqCst), 1, "concurrency = 1");
+}
+
+#[tokio::test]
+async fn the_drain_lets_calls_in_flight_finish_and_refuses_new_ones() {
+    let _turn = HOLDING.lock().await;
+    let connected = connect().await;
+    let started = HOLD_STARTED.load(Ordering::SeqCst);
+    let running = call(&connected, "hold", json!({"ms": 200}));
+    let drain = async {
+        wait_for("the call to start", || {
+            HOLD_STARTED.load(Ordering::SeqCst) > started
+        })
+        .await;
+        assert_eq!(connected.server.in_flight(), 1);
+        let drained = connected.server.drain(Duration::from_secs(5)).await;
+        let refused = call(&connected, "tell-pun", json!({"topic": "late"})).await;
+        (drained, refused)
+    };
+    let (result, (drained, refused)) = tokio::join!(running, drain);
+    assert_eq!(text(&result), "held 200 ms");
+    assert!(drained);
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(text(&refused), "the server is shutting down; try again");
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("waited 5 s for {what}");
+}
