@@ -85,3 +85,93 @@ async def with_client(topic, body):
         await backend.close()
 
 
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class McpHttp:
+    """An example binary serving MCP over Streamable HTTP (`mcp --listen`,
+    or `serve --mcp-listen` with `serve=True`), ready when it logs that it
+    serves MCP."""
+
+    def __init__(self, example, *args, serve=False, env=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.lines = []
+        self.ready = threading.Event()
+        listen = f"127.0.0.1:{self.port}"
+        if serve:
+            command = ["serve", "-p", PULSAR_URL, "--metrics-port", "0", "--mcp-listen", listen]
+        else:
+            command = ["mcp", "--listen", listen]
+        self.process = subprocess.Popen(
+            [str(examples_dir() / example), *command, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        threading.Thread(target=self._read, args=(serve,), daemon=True).start()
+        if not self.ready.wait(60):
+            self.stop()
+            raise AssertionError(f"{example} did not serve MCP:\n" + "\n".join(self.lines))
+
+    def _read(self, serve):
+        seen = set()
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip())
+            if "serving MCP" in line:
+                seen.add("mcp")
+            if " ready" in line:
+                seen.add("pulsar")
+            if "mcp" in seen and (not serve or "pulsar" in seen):
+                self.ready.set()
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            return self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        code = self.stop()
+        if exc[0] is None:
+            assert code == 0, "\n".join(self.lines)
+
+
+async def mcp_session(url, body, token=None):
+    """Runs `body(session)` in a new MCP session, as TrustGraph's mcp-tool
+    processor opens one for each call (Python MCP SDK, Streamable HTTP)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+
+async def mcp_stdio(example, body, *args):
+    """Runs `body(session)` against an example binary started as an MCP
+    client starts one: `BIN mcp`, the protocol on its stdin and stdout."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=str(examples_dir() / example), args=["mcp", *args])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await body(session)

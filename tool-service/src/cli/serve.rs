@@ -256,10 +256,11 @@ async fn serve_with_mcp(
     let pulsar = crate::serve::serve(registry, options, stopped_when(stopped));
     tokio::pin!(signal);
     tokio::pin!(pulsar);
+    let mut signalled = false;
     let reports = loop {
         tokio::select! {
             reports = &mut pulsar => break reports,
-            () = &mut signal => {}
+            () = &mut signal, if !signalled => signalled = true,
         }
     };
     // Pulsar stopped (or never started): MCP stops too.

@@ -178,7 +178,15 @@ pub async fn serve_http(
                         return Ok(response);
                     }
                 }
-                tower_service::Service::call(&mut mcp, request).await
+                let ends_session = request.method() == hyper::Method::DELETE;
+                let mut response = tower_service::Service::call(&mut mcp, request).await?;
+                // A session ended: rmcp says 202, and the Python SDK (so
+                // TrustGraph's client, on every call) warns unless it hears
+                // 200 or 204.
+                if ends_session && response.status() == hyper::StatusCode::ACCEPTED {
+                    *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+                }
+                Ok(response)
             }
         });
         let connection = hyper::server::conn::http1::Builder::new()

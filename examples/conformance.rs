@@ -1,0 +1,88 @@
+//! The fixture tools of the MCP conformance suite
+//! (`@modelcontextprotocol/conformance`), as `#[tool_service]` functions:
+//! `scripts/test.sh` serves them with `conformance mcp --listen …` and runs
+//! the suite against them (see `interop/mcp-expected-failures.yml`).
+//!
+//! ```text
+//! cargo run --example conformance -- mcp --listen 127.0.0.1:8900
+//! scripts/mcp-conformance.sh server --url http://127.0.0.1:8900/mcp --scenario tools-call-with-progress
+//! ```
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tool_service::{tool_service, Chunks, StreamClosed, ToolError};
+
+/// Answer with a simple text.
+#[tool_service(topic = "conformance-simple-text", tool(name = "test_simple_text"))]
+async fn simple_text() -> &'static str {
+    "This is a simple text response for testing."
+}
+
+/// Answer with an error, always.
+#[tool_service(topic = "conformance-error", tool(name = "test_error_handling"))]
+async fn error_handling() -> Result<String, ToolError> {
+    Err(ToolError::new(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Report progress three times (streamed chunks become progress
+/// notifications), then answer.
+#[tool_service(
+    topic = "conformance-progress",
+    tool(name = "test_tool_with_progress")
+)]
+async fn with_progress(#[stream] out: &Chunks) -> Result<&'static str, StreamClosed> {
+    for step in ["started", "halfway", "finished"] {
+        out.send(format!("{step}; ")).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok("Progress test completed.")
+}
+
+/// A postal address.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    /// The street.
+    pub street: Option<String>,
+    /// The city.
+    pub city: Option<String>,
+}
+
+/// The arguments of `json_schema_2020_12_tool`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Person {
+    /// The person's name.
+    pub name: Option<String>,
+    /// Where the person lives.
+    pub address: Option<Address>,
+}
+
+/// Take arguments described with JSON Schema 2020-12 features.
+#[tool_service(topic = "conformance-schema", tool(name = "json_schema_2020_12_tool"))]
+async fn json_schema(#[args] person: Person) -> String {
+    format!(
+        "Hello, {} from {}.",
+        person.name.as_deref().unwrap_or("nobody"),
+        person
+            .address
+            .and_then(|address| address.city)
+            .as_deref()
+            .unwrap_or("nowhere")
+    )
+}
+
+fn main() -> std::process::ExitCode {
+    tool_service::run!()
+}
+
+/// The one-line guard: `cargo test` fails when a service or tool preset has
+/// a mistake the compiler cannot see.
+#[test]
+fn tool_services_are_valid() {
+    tool_service::Registry::collect().unwrap();
+}
