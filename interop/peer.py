@@ -100,8 +100,8 @@ class McpHttp:
     or `serve --mcp-listen` with `serve=True`), ready when it logs that it
     serves MCP."""
 
-    def __init__(self, example, *args, serve=False, env=None):
-        self.port = free_port()
+    def __init__(self, example, *args, serve=False, env=None, port=None):
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.lines = []
         self.ready = threading.Event()

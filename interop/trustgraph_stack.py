@@ -11,7 +11,12 @@ ends it, every wait is bounded):
   own handler answers with a genuine `config-error` reply.
 - TrustGraph's ReAct agent (`trustgraph.agent.react.service.Processor`), with
   its flow configured as `tg-start-flow` would (`processor:agent-manager`,
-  with all 20 topic keys) and its 2.11.1 tool-service client bug patched (agent_patch.py).
+  with all 20 topic keys) and, unless `patched=False`, its 2.11.1
+  tool-service client bug patched (agent_patch.py).
+- With `mcp_tool=True`, TrustGraph's mcp-tool processor
+  (`trustgraph.agent.mcp_tool.service.Service`, id `mcp-tool`) on the agent's
+  `mcp-tool-request` / `mcp-tool-response` queues (`processor:mcp-tool`), as
+  TrustGraph's templates deploy it: the route to MCP servers.
 - `ScriptedLLM`, a stand-in for the prompt service: it calls `tell-joke`, then
   answers with the observation, and records the tools it was offered.
 - `Librarian`, a stand-in acking the agent's provenance saves.
@@ -98,6 +103,7 @@ def _install_memory_store():
 _install_memory_store()
 
 import agent_patch  # noqa: E402
+from trustgraph.agent.mcp_tool.service import Service as McpToolProcessor  # noqa: E402
 from trustgraph.agent.react.service import Processor as AgentProcessor  # noqa: E402
 from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend  # noqa: E402
 from trustgraph.base.request_response_client import RequestResponseClient  # noqa: E402
@@ -115,8 +121,6 @@ from trustgraph.schema import (  # noqa: E402
     PromptRequest,
     PromptResponse,
 )
-
-agent_patch.apply()
 
 
 def flow_definition(tag):
@@ -232,8 +236,10 @@ class TrustGraphStack:
 
     WORKSPACES = ("default", BROKEN_WORKSPACE)
 
-    def __init__(self, url=PULSAR_URL, startup_timeout=60):
+    def __init__(self, url=PULSAR_URL, startup_timeout=60, patched=True, mcp_tool=False):
         self.url = url
+        self.patched = patched
+        self.mcp_tool = mcp_tool
         self.startup_timeout = startup_timeout
         self.tag = f"e2e-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.flow = flow_definition(self.tag)
@@ -250,6 +256,10 @@ class TrustGraphStack:
     # ---- lifecycle ------------------------------------------------------
 
     def start(self):
+        if self.patched:
+            agent_patch.apply()
+        else:
+            agent_patch.revert()
         logging.getLogger("trustgraph").addHandler(self.log)
         logging.getLogger("trustgraph").setLevel(logging.INFO)
         self._thread = threading.Thread(target=self._run, name="trustgraph-stack", daemon=True)
@@ -274,6 +284,7 @@ class TrustGraphStack:
         self._thread.join(timeout)
         alive = self._thread.is_alive()
         self._thread = None
+        agent_patch.revert()
         logging.getLogger("trustgraph").removeHandler(self.log)
         assert not alive, f"the TrustGraph stack did not stop within {timeout}s\n{self.tail()}"
 
@@ -304,6 +315,17 @@ class TrustGraphStack:
                 await self._config_request("default", ConfigRequest(operation="put", values=[ConfigValue(
                     type="processor:agent-manager", key="default", value=json.dumps(self.flow))]))
                 topics = self.flow["topics"]
+                if self.mcp_tool:
+                    route = {"topics": {"request": topics["mcp-tool-request"],
+                                        "response": topics["mcp-tool-response"]}, "parameters": {}}
+                    await self._config_request("default", ConfigRequest(operation="put", values=[ConfigValue(
+                        type="processor:mcp-tool", key="default", value=json.dumps(route))]))
+                    mcp_tool = McpToolProcessor(id="mcp-tool", pulsar_host=self.url, config_timeout=10)
+                    await mcp_tool.start()
+                    processors.append(mcp_tool)
+                    self.mcp_tool_processor = mcp_tool
+                    await self._until(lambda: ("default", "default") in mcp_tool.flows, 20,
+                                      "the mcp-tool processor did not start its flow from processor:mcp-tool")
                 tasks.append(asyncio.create_task(self.llm.serve(
                     self.backend, topics["prompt-request"], topics["prompt-response"])))
                 tasks.append(asyncio.create_task(self.librarian.serve(
@@ -447,12 +469,18 @@ class TrustGraphStack:
         assert reply.error is None, reply.error
 
     def clear_tools(self, workspace="default", timeout=15):
-        """Deletes every tool and tool-service item; waits until the agent has none."""
+        """Deletes every tool, tool-service and mcp item; waits until the agent has none."""
         tree = self.config(workspace)
-        keys = [(t, k) for t in ("tool", "tool-service") for k in tree.get(t, {})]
+        keys = [(t, k) for t in ("tool", "tool-service", "mcp") for k in tree.get(t, {})]
         if keys:
             self.delete(keys, workspace)
         return self.wait_for_tools(lambda tools: not tools, timeout, "the agent to drop every tool", workspace)
+
+    def mcp_servers(self, workspace="default"):
+        """The `mcp` items the mcp-tool processor holds now: {key: item}."""
+        async def read():
+            return dict(self.mcp_tool_processor.mcp_services.get(workspace, {}))
+        return self._call(read(), 5, "reading the mcp-tool processor's servers")
 
     def tools(self, workspace="default"):
         """The agent's loaded tools now: {name: the tool's config item}."""

@@ -2,6 +2,13 @@
 //! them: the agent then offers their tools with no hand-edited config and
 //! no restart.
 //!
+//! Two routes reach the agent. By default the `tool` items name our
+//! `tool-service` items, and the agent calls the services over Pulsar.
+//! [`Announcement::over_mcp`] announces `mcp-tool` tools instead, each with
+//! an `mcp` item that points TrustGraph's `mcp-tool` processor at our MCP
+//! server (`serve --mcp-listen`, `mcp --listen`): the route that works with
+//! TrustGraph 2.11.1's agent as released, on any of its pub/sub backends.
+//!
 //! ```no_run
 //! use tool_service::announce::{self, Announcement, OnClash};
 //! use tool_service::broker::BrokerOptions;
@@ -91,10 +98,81 @@ pub fn response_queue(workspace: &str) -> String {
 /// println!("{}", announcement.put_request());
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Announcement {
     workspace: String,
     tree: ConfigTree,
+    route: Route,
+}
+
+impl fmt::Debug for Announcement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let route = match &self.route {
+            Route::ToolService => String::from("tool-service"),
+            Route::Mcp { url, token } => format!(
+                "mcp {url}{}",
+                if token.is_some() { " (with a token)" } else { "" }
+            ),
+        };
+        f.debug_struct("Announcement")
+            .field("workspace", &self.workspace)
+            .field("tree", &self.tree)
+            .field("route", &route)
+            .finish()
+    }
+}
+
+/// An MCP server to announce tools at: its URL, and the bearer token
+/// TrustGraph's client is to send (never shown by `Debug`).
+///
+/// ```
+/// let target = tool_service::announce::McpTarget::new("http://joke-tools:8900/mcp")
+///     .with_token("s3cret");
+/// assert!(!format!("{target:?}").contains("s3cret"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpTarget {
+    /// The server's URL, e.g. `http://joke-tools:8900/mcp`.
+    pub url: String,
+    /// The bearer token, if the server requires one.
+    pub token: Option<String>,
+}
+
+impl McpTarget {
+    /// The server at `url`, with no token.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            token: None,
+        }
+    }
+
+    /// The same server, with a bearer token.
+    #[must_use]
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+}
+
+impl fmt::Debug for McpTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTarget")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// How the announced tools reach the agent.
+#[derive(Clone, PartialEq, Eq)]
+enum Route {
+    /// `tool` items that name our `tool-service` items: over Pulsar.
+    ToolService,
+    /// `mcp-tool` tools, each with an `mcp` item of the same key: over MCP
+    /// at `url`, with `Authorization: Bearer <token>` when there is one.
+    Mcp { url: String, token: Option<String> },
 }
 
 impl Announcement {
@@ -136,7 +214,61 @@ impl Announcement {
         Ok(Self {
             workspace: DEFAULT_WORKSPACE.to_owned(),
             tree,
+            route: Route::ToolService,
         })
+    }
+
+    /// The same tools as `mcp-tool` tools served by the MCP server at
+    /// `url` (e.g. `http://joke-tools:8900/mcp`): for each tool, an `mcp`
+    /// item of the tool's name, `{"url", "remote-name", "auth-token"}`, and
+    /// a `tool` item `{"type": "mcp-tool", "mcp-tool": <that key>, …}` with
+    /// the arguments the `tool-service` route gives. `token` is what
+    /// TrustGraph's client sends as `Authorization: Bearer`.
+    ///
+    /// ```
+    /// use tool_service::{announce::Announcement, tool_service, Registry};
+    ///
+    /// /// Tell a joke.
+    /// ///
+    /// /// # Arguments
+    /// /// * `topic` - What about.
+    /// #[tool_service(topic = "joke", tool(name = "tell-joke"))]
+    /// async fn joke(topic: String) -> String { topic }
+    ///
+    /// let registry = Registry::collect().unwrap();
+    /// let announcement = Announcement::new(&registry, &[]).unwrap()
+    ///     .over_mcp("http://joke-tools:8900/mcp", None);
+    /// let values = &announcement.put_request()["values"];
+    /// assert_eq!(values[0]["type"], "mcp");
+    /// assert_eq!(values[1]["type"], "tool");
+    /// let tool: serde_json::Value = serde_json::from_str(values[1]["value"].as_str().unwrap()).unwrap();
+    /// assert_eq!(tool["type"], "mcp-tool");
+    /// assert_eq!(tool["mcp-tool"], "tell-joke");
+    /// ```
+    #[must_use]
+    pub fn over_mcp(mut self, url: impl Into<String>, token: Option<String>) -> Self {
+        self.route = Route::Mcp {
+            url: url.into(),
+            token,
+        };
+        self
+    }
+
+    /// The MCP server's URL, when the tools are announced over MCP.
+    pub fn mcp_url(&self) -> Option<&str> {
+        match &self.route {
+            Route::Mcp { url, .. } => Some(url),
+            Route::ToolService => None,
+        }
+    }
+
+    /// The type of the items beside the `tool` items: `tool-service`, or
+    /// `mcp`.
+    fn servers(&self) -> &'static str {
+        match self.route {
+            Route::ToolService => TOOL_SERVICE,
+            Route::Mcp { .. } => MCP,
+        }
     }
 
     /// The same items, for `workspace`.
@@ -172,21 +304,73 @@ impl Announcement {
         delete_request(&self.workspace, &keys)
     }
 
-    /// Each item as `(type, key, value)`: services first.
+    /// Each item as `(type, key, value)`: servers (`tool-service` or `mcp`)
+    /// first.
     fn items(&self) -> Vec<(&'static str, String, Value)> {
         let encode =
             |item: Result<Value, serde_json::Error>| item.expect("descriptors always encode");
-        let services = self
-            .tree
-            .tool_service
-            .iter()
-            .map(|(id, item)| (TOOL_SERVICE, id.clone(), encode(serde_json::to_value(item))));
-        let tools = self
-            .tree
-            .tool
-            .iter()
-            .map(|(name, item)| (TOOL, name.clone(), encode(serde_json::to_value(item))));
-        services.chain(tools).collect()
+        let tools = self.tree.tool.iter();
+        match &self.route {
+            Route::ToolService => {
+                let services =
+                    self.tree.tool_service.iter().map(|(id, item)| {
+                        (TOOL_SERVICE, id.clone(), encode(serde_json::to_value(item)))
+                    });
+                let tools =
+                    tools.map(|(name, item)| (TOOL, name.clone(), encode(serde_json::to_value(item))));
+                services.chain(tools).collect()
+            }
+            Route::Mcp { url, token } => {
+                let servers = tools.clone().map(|(name, _)| {
+                    let mut server = json!({"url": url, "remote-name": name});
+                    if let Some(token) = token {
+                        server["auth-token"] = token.as_str().into();
+                    }
+                    (MCP, name.clone(), server)
+                });
+                let tools = tools.map(|(name, item)| {
+                    let tool = json!({
+                        "type": "mcp-tool",
+                        "name": name,
+                        "description": item.description,
+                        "mcp-tool": name,
+                        "arguments": encode(serde_json::to_value(&item.arguments)),
+                    });
+                    (TOOL, name.clone(), tool)
+                });
+                servers.chain(tools).collect()
+            }
+        }
+    }
+
+    /// Whether the live `tool` item `tool` is ours: one of our services'
+    /// (over either route), or, over MCP, one whose `mcp` item (in
+    /// `servers`) points at our URL.
+    fn owns_tool(&self, tool: &Value, servers: &BTreeMap<String, Value>) -> bool {
+        if tool["service"].as_str().is_some_and(|id| self.owns(id)) {
+            return true;
+        }
+        match &self.route {
+            Route::Mcp { url, .. } => tool["type"] == "mcp-tool"
+                && tool["mcp-tool"]
+                    .as_str()
+                    .and_then(|key| servers.get(key))
+                    .is_some_and(|server| server["url"] == url.as_str()),
+            Route::ToolService => false,
+        }
+    }
+
+    /// Whose the live `tool` item is, for a clash: its service, or the MCP
+    /// server its `mcp` item points at.
+    fn tool_owner(tool: &Value, servers: &BTreeMap<String, Value>) -> String {
+        if let Some(service) = tool["service"].as_str() {
+            return service.to_owned();
+        }
+        let key = tool["mcp-tool"].as_str().unwrap_or("?");
+        match servers.get(key).and_then(|server| server["url"].as_str()) {
+            Some(url) => url.to_owned(),
+            None => format!("mcp:{key}"),
+        }
     }
 
     fn owns(&self, service: &str) -> bool {
@@ -196,6 +380,7 @@ impl Announcement {
 
 const TOOL_SERVICE: &str = "tool-service";
 const TOOL: &str = "tool";
+const MCP: &str = "mcp";
 
 fn put_request(workspace: &str, items: &[(&str, String, Value)]) -> Value {
     let values: Vec<Value> = items
@@ -226,18 +411,26 @@ pub enum OnClash {
 /// someone else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clash {
-    /// `tool` or `tool-service`.
+    /// `tool`, `tool-service` or `mcp`.
     pub kind: &'static str,
-    /// The tool name or service id.
+    /// The tool name, service id or MCP server key.
     pub key: String,
-    /// Whose it is: for a tool, its service; for a service, its request queue.
+    /// Whose it is: for a tool, its service (or the URL of the MCP server
+    /// it is served by); for a service, its request queue; for an MCP
+    /// server, its URL.
     pub owner: String,
 }
 
 impl fmt::Display for Clash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
+            TOOL if self.owner.contains("://") || self.owner.starts_with("mcp:") => write!(
+                f,
+                "tool `{}` is served over MCP by `{}`",
+                self.key, self.owner
+            ),
             TOOL => write!(f, "tool `{}` belongs to service `{}`", self.key, self.owner),
+            MCP => write!(f, "MCP server `{}` points at `{}`", self.key, self.owner),
             _ => write!(f, "service `{}` is served on `{}`", self.key, self.owner),
         }
     }
@@ -258,6 +451,9 @@ pub struct Announced {
     pub written: bool,
     /// The clashes overwritten under [`OnClash::Replace`].
     pub replaced: Vec<Clash>,
+    /// The MCP server the tools were announced at (none: over Pulsar, as
+    /// `tool-service` tools).
+    pub mcp_url: Option<String>,
 }
 
 impl fmt::Display for Announced {
@@ -267,13 +463,21 @@ impl fmt::Display for Announced {
         } else {
             "already announced"
         };
-        write!(
-            f,
-            "{how} in workspace `{}`: services {}; tools {}",
-            self.workspace,
-            names(&self.services),
-            names(&self.tools)
-        )?;
+        match &self.mcp_url {
+            Some(url) => write!(
+                f,
+                "{how} in workspace `{}` over MCP at {url}: tools {}",
+                self.workspace,
+                names(&self.tools)
+            )?,
+            None => write!(
+                f,
+                "{how} in workspace `{}`: services {}; tools {}",
+                self.workspace,
+                names(&self.services),
+                names(&self.tools)
+            )?,
+        }
         for clash in &self.replaced {
             write!(f, "; replaced: {clash}")?;
         }
@@ -287,10 +491,13 @@ impl fmt::Display for Announced {
 pub struct Withdrawn {
     /// The workspace.
     pub workspace: String,
-    /// The service ids deleted.
+    /// The service ids deleted (the `mcp` item keys, over MCP).
     pub services: Vec<String>,
     /// The tool names deleted.
     pub tools: Vec<String>,
+    /// The MCP server whose tools were withdrawn (none: `tool-service`
+    /// tools).
+    pub mcp_url: Option<String>,
 }
 
 impl fmt::Display for Withdrawn {
@@ -298,13 +505,21 @@ impl fmt::Display for Withdrawn {
         if self.services.is_empty() && self.tools.is_empty() {
             return write!(f, "nothing to withdraw in workspace `{}`", self.workspace);
         }
-        write!(
-            f,
-            "withdrawn from workspace `{}`: services {}; tools {}",
-            self.workspace,
-            names(&self.services),
-            names(&self.tools)
-        )
+        match &self.mcp_url {
+            Some(url) => write!(
+                f,
+                "withdrawn from workspace `{}` over MCP at {url}: tools {}",
+                self.workspace,
+                names(&self.tools)
+            ),
+            None => write!(
+                f,
+                "withdrawn from workspace `{}`: services {}; tools {}",
+                self.workspace,
+                names(&self.services),
+                names(&self.tools)
+            ),
+        }
     }
 }
 
@@ -605,20 +820,24 @@ pub async fn announce(
     on_clash: OnClash,
 ) -> Result<Announced, AnnounceError> {
     let mut workspace = open(pulsar, &announcement.workspace, timeout).await?;
-    let services = workspace.values(TOOL_SERVICE).await?;
+    let servers = workspace.values(announcement.servers()).await?;
     let tools = workspace.values(TOOL).await?;
     let items = announcement.items();
     let mut clashes = Vec::new();
-    for (kind, key, _) in &items {
+    for (kind, key, value) in &items {
         let clash = match *kind {
-            TOOL_SERVICE => services.get(key).and_then(|existing| {
+            TOOL_SERVICE => servers.get(key).and_then(|existing| {
                 let ours = &announcement.tree.tool_service[key].request_queue;
                 let theirs = existing["request-queue"].as_str().unwrap_or("?");
                 (theirs != ours).then(|| theirs.to_owned())
             }),
+            MCP => servers.get(key).and_then(|existing| {
+                let theirs = existing["url"].as_str().unwrap_or("?");
+                (existing["url"] != value["url"]).then(|| theirs.to_owned())
+            }),
             _ => tools.get(key).and_then(|existing| {
-                let theirs = existing["service"].as_str().unwrap_or("?");
-                (!announcement.owns(theirs)).then(|| theirs.to_owned())
+                (!announcement.owns_tool(existing, &servers))
+                    .then(|| Announcement::tool_owner(existing, &servers))
             }),
         };
         if let Some(owner) = clash {
@@ -633,8 +852,8 @@ pub async fn announce(
         return Err(AnnounceError::Clash(clashes));
     }
     let current = |kind: &str, key: &str| match kind {
-        TOOL_SERVICE => services.get(key),
-        _ => tools.get(key),
+        TOOL => tools.get(key),
+        _ => servers.get(key),
     };
     let written = items
         .iter()
@@ -644,12 +863,17 @@ pub async fn announce(
             .request(&put_request(&announcement.workspace, &items))
             .await?;
     }
+    let services = match announcement.route {
+        Route::ToolService => announcement.tree.tool_service.keys().cloned().collect(),
+        Route::Mcp { .. } => Vec::new(),
+    };
     Ok(Announced {
         workspace: announcement.workspace.clone(),
-        services: announcement.tree.tool_service.keys().cloned().collect(),
+        services,
         tools: announcement.tree.tool.keys().cloned().collect(),
         written,
         replaced: clashes,
+        mcp_url: announcement.mcp_url().map(str::to_owned),
     })
 }
 
@@ -665,35 +889,56 @@ pub async fn withdraw(
     timeout: Duration,
 ) -> Result<Withdrawn, AnnounceError> {
     let mut workspace = open(pulsar, &announcement.workspace, timeout).await?;
-    let live_services = workspace.values(TOOL_SERVICE).await?;
+    let kind = announcement.servers();
+    let live_servers = workspace.values(kind).await?;
     let live_tools = workspace.values(TOOL).await?;
-    let services: Vec<String> = live_services
-        .into_keys()
-        .filter(|id| announcement.owns(id))
+    let services: Vec<String> = live_servers
+        .iter()
+        .filter(|(key, server)| match &announcement.route {
+            Route::ToolService => announcement.owns(key),
+            Route::Mcp { url, .. } => server["url"] == url.as_str(),
+        })
+        .map(|(key, _)| key.clone())
         .collect();
     let tools: Vec<String> = live_tools
         .iter()
-        .filter(|(_, tool)| {
-            tool["service"]
+        .filter(|(_, tool)| match &announcement.route {
+            Route::ToolService => tool["service"]
                 .as_str()
-                .is_some_and(|id| announcement.owns(id))
+                .is_some_and(|id| announcement.owns(id)),
+            Route::Mcp { .. } => {
+                tool["type"] == "mcp-tool"
+                    && tool["mcp-tool"]
+                        .as_str()
+                        .is_some_and(|key| services.iter().any(|ours| ours == key))
+            }
         })
         .map(|(name, _)| name.clone())
         .collect();
     if !services.is_empty() || !tools.is_empty() {
         let mut keys: Vec<(&str, String)> = services
             .iter()
-            .map(|id| (TOOL_SERVICE, id.clone()))
+            .map(|id| (kind, id.clone()))
             .chain(tools.iter().map(|name| (TOOL, name.clone())))
             .collect();
         // The push names the types of the request, and the agent reloads
-        // only those: a `tool-service` alone leaves it with no tools at all,
-        // a `tool` alone fails its reload. So both types go in, the missing
+        // only those (and TrustGraph's mcp-tool processor only `mcp`): a
+        // `tool-service` alone leaves the agent with no tools at all, a
+        // `tool` alone fails its reload. So both types go in, the missing
         // one as a key the config does not hold (deleting it changes
         // nothing).
         if services.is_empty() {
-            let id = announcement.tree.tool_service.keys().next();
-            keys.push((TOOL_SERVICE, id.cloned().unwrap_or_default()));
+            let absent = match announcement.route {
+                Route::ToolService => announcement
+                    .tree
+                    .tool_service
+                    .keys()
+                    .next()
+                    .cloned()
+                    .unwrap_or_default(),
+                Route::Mcp { .. } => absent_tool(announcement, &live_servers),
+            };
+            keys.push((kind, absent));
         }
         if tools.is_empty() {
             keys.push((TOOL, absent_tool(announcement, &live_tools)));
@@ -710,6 +955,7 @@ pub async fn withdraw(
         workspace: announcement.workspace.clone(),
         services,
         tools,
+        mcp_url: announcement.mcp_url().map(str::to_owned),
     })
 }
 

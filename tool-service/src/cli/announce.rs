@@ -29,6 +29,23 @@ pub(crate) struct TargetArgs {
     /// Print the config request instead of sending it.
     #[arg(long)]
     dry_run: bool,
+    /// Announce (or withdraw) the tools as `mcp-tool` tools served by the
+    /// MCP server at URL (`mcp --listen`, `serve --mcp-listen`), for
+    /// TrustGraph's mcp-tool processor, instead of as `tool-service` tools.
+    #[arg(long, value_name = "URL", value_parser = super::parse_mcp_url)]
+    mcp_url: Option<String>,
+    /// A file holding the bearer token of the MCP server, put in each `mcp`
+    /// item as its `auth-token` (read once; surrounding whitespace ignored).
+    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
+    mcp_token_file: Option<std::path::PathBuf>,
+    /// The MCP server's bearer token itself (prefer --mcp-token-file).
+    #[arg(
+        long,
+        env = "MCP_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "mcp_token_file"
+    )]
+    mcp_token: Option<String>,
 }
 
 /// Which of the two commands.
@@ -46,7 +63,15 @@ pub(super) async fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliResult {
-    let announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
+    let mut announcement =
+        Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
+    if let Some(url) = args.mcp_url {
+        let token = match &args.mcp_token_file {
+            Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),
+            None => args.mcp_token.filter(|token| !token.is_empty()),
+        };
+        announcement = announcement.over_mcp(url, token);
+    }
     if args.dry_run {
         let request = match change {
             Change::Announce(_) => announcement.put_request(),

@@ -290,6 +290,18 @@ fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String>
 }
 
 /// `30s` (every service) or `joke-service=30s` (one service).
+/// An MCP server's URL: `http://` or `https://`.
+#[cfg(feature = "pulsar")]
+fn parse_mcp_url(text: &str) -> Result<String, String> {
+    if text.starts_with("http://") || text.starts_with("https://") {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not an http:// or https:// URL; give the MCP server's URL, e.g. http://joke-tools:8900/mcp"
+        ))
+    }
+}
+
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
     match text.rsplit_once('=') {

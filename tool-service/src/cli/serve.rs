@@ -144,6 +144,12 @@ pub(crate) struct ServeArgs {
     #[cfg(feature = "mcp")]
     #[command(flatten)]
     mcp_http: super::mcp::McpHttpArgs,
+    /// With --announce: announce the tools as `mcp-tool` tools at this URL
+    /// of the MCP server --mcp-listen serves (as other containers reach it,
+    /// e.g. http://joke-tools:8900/mcp), with the --mcp-token-file token.
+    #[cfg(feature = "mcp")]
+    #[arg(long, value_name = "URL", value_parser = super::parse_mcp_url, requires_all = ["announce", "mcp_listen"])]
+    mcp_url: Option<String>,
 }
 
 /// What `serve` runs: Pulsar, the handler threads it asks for, and MCP
@@ -168,6 +174,12 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
         announce.timeout = args.announce_timeout;
         if args.replace {
             announce.on_clash = crate::announce::OnClash::Replace;
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(url) = &args.mcp_url {
+            let mut target = crate::announce::McpTarget::new(url.clone());
+            target.token = args.mcp_http.options(std::time::Duration::ZERO)?.token;
+            announce.mcp = Some(target);
         }
         options.announce = Some(announce);
     }

@@ -325,9 +325,12 @@ impl Serving {
                 .iter()
                 .map(|worker| worker.service.id().to_owned())
                 .collect();
-            let announcement = crate::announce::Announcement::new(registry, &ids)
+            let mut announcement = crate::announce::Announcement::new(registry, &ids)
                 .expect("the services served are the registry's")
                 .in_workspace(announce.workspace.clone());
+            if let Some(mcp) = &announce.mcp {
+                announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
+            }
             Announcing {
                 pulsar: pulsar.clone(),
                 announcement,

@@ -74,6 +74,11 @@ pub struct AnnounceOptions {
     /// share their services, and one replica stopping must not take the
     /// tools away from the others.
     pub withdraw_on_exit: bool,
+    /// Announce the tools as `mcp-tool` tools of this MCP server instead of
+    /// as `tool-service` tools (see [`Announcement::over_mcp`]).
+    ///
+    /// [`Announcement::over_mcp`]: crate::announce::Announcement::over_mcp
+    pub mcp: Option<crate::announce::McpTarget>,
 }
 
 impl AnnounceOptions {
@@ -84,6 +89,7 @@ impl AnnounceOptions {
             timeout: crate::announce::DEFAULT_TIMEOUT,
             on_clash: crate::announce::OnClash::Refuse,
             withdraw_on_exit: false,
+            mcp: None,
         }
     }
 

@@ -1,0 +1,104 @@
+"""End to end over MCP with TrustGraph 2.11.1 as released: its ReAct agent
+with **no patch**, its mcp-tool processor, its config service and a scripted
+LLM on the real broker. `joke serve --mcp-listen … --announce --mcp-url …`
+gives the running agent `tell-joke`; asked for a joke, the agent calls our
+MCP server through the mcp-tool processor and answers with our text; then
+`joke withdraw --mcp-url` takes the tool away again.
+
+Run by scripts/interop.sh (`scripts/interop.sh -k mcp_e2e` for these alone).
+"""
+
+import json
+import pathlib
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+from peer import PULSAR_URL, McpHttp, examples_dir, free_port
+from trustgraph_stack import TrustGraphStack
+
+QUESTION = "Tell me a joke about programming"
+JOKE = "Here's a pun for you:\n\nI'd tell you a UDP joke, but you might not get it."
+
+
+@pytest.fixture(scope="module")
+def stack():
+    stack = TrustGraphStack(patched=False, mcp_tool=True).start()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def agent(stack):
+    stack.clear_tools()
+    return stack
+
+
+def cli(*args, timeout=30):
+    argv = [str(examples_dir() / "joke"), *args]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"`{' '.join(argv)}` exited {result.returncode}:\n{result.stderr}"
+    return result
+
+
+def test_the_unpatched_agent_cannot_call_a_tool_service_route_tool(agent):
+    """Why MCP: the same tool on the tool-service route fails in the stock
+    2.11.1 agent (the upstream bug the other e2e test patches)."""
+    tree = json.loads(cli("descriptors").stdout)
+    agent.put(tree)
+    agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke (tool-service route)")
+    answer = agent.ask(QUESTION)
+    assert any("takes no arguments" in observation for observation in answer.observations), answer
+
+
+def test_serve_announce_over_mcp_reaches_the_stock_agent_and_withdraw_removes_it(agent):
+    assert agent.tools() == {}
+    with McpAnnounced() as server:
+        tools = agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15,
+                                     "tell-joke in the agent after `serve --announce --mcp-url`")
+        assert tools["tell-joke"]["type"] == "mcp-tool"
+        assert tools["tell-joke"]["mcp-tool"] == "tell-joke"
+        assert tools["tell-joke"]["arguments"][0]["name"] == "topic"
+        assert agent.mcp_servers()["tell-joke"] == {"url": server.url, "remote-name": "tell-joke"}
+        started = time.monotonic()
+        answer = agent.ask(QUESTION)
+        elapsed = time.monotonic() - started
+        print(f"the stock agent answered in {elapsed:.3f} s: {answer.text!r}")
+        # Our text, as text: not the {"result": …} of structured content.
+        assert answer.observations == [JOKE.strip()] or answer.observations == [JOKE], answer
+        assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
+        withdrawn = cli("withdraw", "-p", PULSAR_URL, "--mcp-url", server.url)
+        assert "withdrawn from workspace `default` over MCP" in withdrawn.stdout, withdrawn.stdout
+        agent.wait_for_tools(lambda tools: "tell-joke" not in tools, 15, "tell-joke gone after withdraw")
+        assert "tell-joke" not in agent.config().get("mcp", {})
+
+
+def test_a_token_protected_server_is_announced_with_its_token_and_called(agent):
+    with tempfile.TemporaryDirectory() as directory:
+        token_file = pathlib.Path(directory) / "token"
+        token_file.write_text("e2e-token\n")
+        with McpAnnounced("--mcp-token-file", str(token_file)):
+            agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke (with a token)")
+            assert agent.mcp_servers()["tell-joke"]["auth-token"] == "e2e-token"
+            answer = agent.ask(QUESTION)
+            assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
+
+
+class McpAnnounced(McpHttp):
+    """`joke serve --mcp-listen 127.0.0.1:PORT --announce --mcp-url
+    http://127.0.0.1:PORT/mcp ARGS…`, ready once it has announced."""
+
+    def __init__(self, *args):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        self.announced = threading.Event()
+        super().__init__("joke", "--announce", "--mcp-url", url, *args, serve=True, port=port)
+
+    def _read(self, serve):
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip())
+            if "announced" in line:
+                self.ready.set()
