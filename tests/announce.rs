@@ -507,3 +507,137 @@ async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
     let (status, lines) = replica.finish();
     assert!(status.success(), "{}", lines.join("\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_mcp_the_rules_hold_and_a_route_switch_of_our_own_tool_is_no_clash() {
+    let config = ScriptedConfig::start("it-mcp", None).await;
+    let url = "http://joke-tools:8900/mcp";
+    let mcp = |command: &str, extra: &[&str]| {
+        let mut args = vec![command, "--workspace", "it-mcp", "--timeout", "10s"];
+        args.extend_from_slice(extra);
+        run("joke", &args)
+    };
+
+    // Our own tool on the tool-service route switches to MCP: no clash.
+    succeeded(&run(
+        "joke",
+        &["announce", "--workspace", "it-mcp", "--timeout", "10s"],
+    ));
+    let announced = succeeded(&mcp("announce", &["--mcp-url", url]));
+    assert_eq!(
+        announced,
+        format!("announced in workspace `it-mcp` over MCP at {url}: tools tell-joke\n")
+    );
+    assert_eq!(
+        config.item("mcp", "tell-joke").unwrap(),
+        json!({"url": url, "remote-name": "tell-joke"})
+    );
+    let tool = config.item("tool", "tell-joke").unwrap();
+    assert_eq!(tool["type"], "mcp-tool");
+    assert_eq!(tool["mcp-tool"], "tell-joke");
+    assert_eq!(tool["description"], "Tell a joke on a given topic");
+    assert_eq!(
+        tool["arguments"],
+        json!([{"name": "topic", "type": "string",
+                "description": "The topic for the joke (e.g., programming, animals, food)"}])
+    );
+    // One put with both types.
+    let requests = config.requests.lock().unwrap().clone();
+    let put = requests.iter().rev().find(|r| r["operation"] == "put").unwrap();
+    let kinds: Vec<&str> = put["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|value| value["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["mcp", "tool"]);
+    let puts = || config.operations().iter().filter(|op| *op == "put").count();
+    assert_eq!(puts(), 2);
+
+    // Unchanged: nothing written.
+    let again = succeeded(&mcp("announce", &["--mcp-url", url]));
+    assert!(again.starts_with("already announced"), "{again}");
+    assert_eq!(puts(), 2);
+
+    // Another server's `mcp` item of the same key, and its tool: clashes.
+    config.put(
+        "mcp",
+        "tell-joke",
+        &json!({"url": "http://theirs:9000/mcp", "remote-name": "joke"}),
+    );
+    let refused = mcp("announce", &["--mcp-url", url]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        "error: MCP server `tell-joke` points at `http://theirs:9000/mcp`; tool `tell-joke` is \
+         served over MCP by `http://theirs:9000/mcp`; nothing was announced (pass --replace to \
+         overwrite them)\n"
+    );
+    assert_eq!(puts(), 2);
+
+    // Withdraw takes only the items of our URL: theirs stay.
+    let withdrawn = succeeded(&mcp("withdraw", &["--mcp-url", url]));
+    assert_eq!(withdrawn, "nothing to withdraw in workspace `it-mcp`\n");
+    succeeded(&mcp("announce", &["--mcp-url", url, "--replace"]));
+    config.put(
+        "mcp",
+        "their-tool",
+        &json!({"url": "http://theirs:9000/mcp", "remote-name": "other"}),
+    );
+    config.put(
+        "tool",
+        "their-tool",
+        &json!({"type": "mcp-tool", "name": "their-tool", "description": "Theirs",
+                "mcp-tool": "their-tool", "arguments": []}),
+    );
+    let withdrawn = succeeded(&mcp("withdraw", &["--mcp-url", url]));
+    assert_eq!(
+        withdrawn,
+        format!("withdrawn from workspace `it-mcp` over MCP at {url}: tools tell-joke\n")
+    );
+    assert_eq!(
+        config.keys(),
+        [
+            ("mcp".to_owned(), "their-tool".to_owned()),
+            ("tool".to_owned(), "their-tool".to_owned()),
+            ("tool-service".to_owned(), "joke-service".to_owned()),
+        ]
+    );
+    let requests = config.requests.lock().unwrap().clone();
+    let delete = requests.iter().rev().find(|r| r["operation"] == "delete").unwrap();
+    assert_eq!(
+        delete["keys"],
+        json!([{"type": "mcp", "key": "tell-joke"}, {"type": "tool", "key": "tell-joke"}])
+    );
+}
+
+#[test]
+fn announce_dry_run_over_mcp_prints_the_put_with_the_token() {
+    let dir = std::env::temp_dir().join(format!("tool-service-mcp-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let output = Command::new(support::example("joke"))
+        .args(["announce", "--dry-run", "--mcp-url", "https://tools.example/mcp"])
+        .args(["--mcp-token-file", token.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let request: Value = serde_json::from_str(&succeeded(&output)).unwrap();
+    let server: Value =
+        serde_json::from_str(request["values"][0]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        server,
+        json!({"url": "https://tools.example/mcp", "remote-name": "tell-joke", "auth-token": "s3cret"})
+    );
+    let refused = Command::new(support::example("joke"))
+        .args(["announce", "--dry-run", "--mcp-url", "tools.example/mcp"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("is not an http:// or https:// URL"),
+        "{}",
+        text(&refused.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
