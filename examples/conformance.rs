@@ -30,10 +30,7 @@ async fn error_handling() -> Result<String, ToolError> {
 
 /// Report progress three times (streamed chunks become progress
 /// notifications), then answer.
-#[tool_service(
-    topic = "conformance-progress",
-    tool(name = "test_tool_with_progress")
-)]
+#[tool_service(topic = "conformance-progress", tool(name = "test_tool_with_progress"))]
 async fn with_progress(#[stream] out: &Chunks) -> Result<&'static str, StreamClosed> {
     for step in ["started", "halfway", "finished"] {
         out.send(format!("{step}; ")).await?;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The TrustGraph interop suite: TrustGraph's own Python client (trustgraph-base)
-# against our example services, over a real Pulsar broker.
+# The interop suite: TrustGraph's own Python client (trustgraph-base), its
+# agent and mcp-tool processor, the Python MCP SDK and the MCP conformance suite
+# against our example services, over a real Pulsar broker and MCP.
 #   scripts/interop.sh [pytest args…]
 # Starts the broker if none runs (PULSAR_URL picks an existing one), creates
 # the Python peer once, builds the examples.

@@ -25,10 +25,12 @@ echo "==> cargo features of tool-service" >&2
 cargo clippy -p tool-service --all-targets --locked --no-default-features -- -D warnings
 cargo check -p tool-service --locked --no-default-features --features cli
 cargo check -p tool-service --locked --no-default-features --features pulsar
+cargo check -p tool-service --locked --no-default-features --features mcp
+cargo check -p tool-service --locked --no-default-features --features cli,mcp
 cargo test -p tool-service --locked --no-default-features
 for crate in "tool-service --no-default-features" library-tools; do
   # shellcheck disable=SC2086
-  if cargo tree -p $crate --edges normal --prefix none | grep -E '^(pulsar|rustls|clap|tracing-subscriber) '; then
+  if cargo tree -p $crate --edges normal --prefix none | grep -E '^(pulsar|rustls|clap|tracing-subscriber|rmcp|hyper) '; then
     echo "$crate depends on the crates above; a crate that only defines services must not: move them behind a feature" >&2
     exit 1
   fi
@@ -57,6 +59,10 @@ export TOOL_SERVICE_PEER_PYTHON
 echo "==> unit, doc, ui and integration tests" >&2
 cargo test --workspace --locked
 
-echo "==> interop with TrustGraph's Python client" >&2
+# The MCP conformance suite and the Node 22 it runs on (npm packages, once).
+echo "==> MCP conformance suite" >&2
+scripts/mcp-conformance.sh list --server >/dev/null
+
+echo "==> interop with TrustGraph's Python client and the Python MCP SDK" >&2
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider

@@ -543,7 +543,11 @@ async fn over_mcp_the_rules_hold_and_a_route_switch_of_our_own_tool_is_no_clash(
     );
     // One put with both types.
     let requests = config.requests.lock().unwrap().clone();
-    let put = requests.iter().rev().find(|r| r["operation"] == "put").unwrap();
+    let put = requests
+        .iter()
+        .rev()
+        .find(|r| r["operation"] == "put")
+        .unwrap();
     let kinds: Vec<&str> = put["values"]
         .as_array()
         .unwrap()
@@ -604,7 +608,11 @@ async fn over_mcp_the_rules_hold_and_a_route_switch_of_our_own_tool_is_no_clash(
         ]
     );
     let requests = config.requests.lock().unwrap().clone();
-    let delete = requests.iter().rev().find(|r| r["operation"] == "delete").unwrap();
+    let delete = requests
+        .iter()
+        .rev()
+        .find(|r| r["operation"] == "delete")
+        .unwrap();
     assert_eq!(
         delete["keys"],
         json!([{"type": "mcp", "key": "tell-joke"}, {"type": "tool", "key": "tell-joke"}])
@@ -618,7 +626,12 @@ fn announce_dry_run_over_mcp_prints_the_put_with_the_token() {
     let token = dir.join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
     let output = Command::new(support::example("joke"))
-        .args(["announce", "--dry-run", "--mcp-url", "https://tools.example/mcp"])
+        .args([
+            "announce",
+            "--dry-run",
+            "--mcp-url",
+            "https://tools.example/mcp",
+        ])
         .args(["--mcp-token-file", token.to_str().unwrap()])
         .output()
         .unwrap();

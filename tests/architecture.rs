@@ -28,7 +28,9 @@ const LAYERS: &[&[&str]] = &[
     &["pulsar_compat"],
     &["broker"],
     &["announce", "client", "metrics"],
-    &["serve"],
+    // The two transports, siblings over the same request path: Pulsar
+    // (feature `pulsar`) and MCP (feature `mcp`).
+    &["serve", "mcp"],
     // The command line (feature `cli`).
     &["cli"],
 ];

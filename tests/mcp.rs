@@ -28,7 +28,11 @@ use tool_service::{tool_service, Chunks, Context, Registry, StreamClosed, ToolEr
 #[tool_service(
     topic = "mcp-joke",
     tool(name = "tell-pun", description = "Tell a pun", config(style = "pun")),
-    tool(name = "tell-dad-joke", description = "Tell a dad joke", config(style = "dad"))
+    tool(
+        name = "tell-dad-joke",
+        description = "Tell a dad joke",
+        config(style = "dad")
+    )
 )]
 async fn joke(#[config_param] style: String, topic: String, count: Option<u8>) -> String {
     format!("a {style} about {topic} (x{})", count.unwrap_or(1))
@@ -68,7 +72,10 @@ async fn nothing() {}
 /// Always fail.
 #[tool_service(topic = "mcp-fail")]
 async fn fail() -> Result<String, ToolError> {
-    Err(ToolError::with_type("quota-exceeded", "the quota for today is used up"))
+    Err(ToolError::with_type(
+        "quota-exceeded",
+        "the quota for today is used up",
+    ))
 }
 
 /// Always panic.
@@ -224,14 +231,20 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
             "required": ["topic"]
         })
     );
-    assert!(pun.output_schema.is_none(), "a text tool has no output schema");
+    assert!(
+        pun.output_schema.is_none(),
+        "a text tool has no output schema"
+    );
     let whoami = tools.iter().find(|tool| tool.name == "whoami").unwrap();
     let output = Value::Object((*whoami.output_schema.clone().unwrap()).clone());
     assert_eq!(output["type"], "object");
     assert_eq!(output["properties"]["request"]["type"], "string");
     assert!(output.get("$schema").is_none());
     let numbers = tools.iter().find(|tool| tool.name == "numbers").unwrap();
-    assert!(numbers.output_schema.is_none(), "structured content is an object");
+    assert!(
+        numbers.output_schema.is_none(),
+        "structured content is an object"
+    );
 }
 
 #[tokio::test]
@@ -241,7 +254,12 @@ async fn each_tool_gets_its_preset_config_applied_server_side() {
     assert_eq!(text(&pun), "a pun about cats (x1)");
     assert_eq!(pun.structured_content, None, "text only");
     assert_eq!(pun.is_error, Some(false));
-    let dad = call(&connected, "tell-dad-joke", json!({"topic": "cats", "count": 2})).await;
+    let dad = call(
+        &connected,
+        "tell-dad-joke",
+        json!({"topic": "cats", "count": 2}),
+    )
+    .await;
     assert_eq!(text(&dad), "a dad about cats (x2)");
 }
 
@@ -322,10 +340,7 @@ async fn an_unknown_tool_is_a_protocol_error_naming_the_tools() {
 async fn a_stream_sends_its_chunks_as_progress_and_the_whole_text_at_the_end() {
     let mut connected = connect().await;
     let result = call(&connected, "story", json!({"chapters": 3})).await;
-    assert_eq!(
-        text(&result),
-        "Chapter 1. Chapter 2. Chapter 3. The end."
-    );
+    assert_eq!(text(&result), "Chapter 1. Chapter 2. Chapter 3. The end.");
     let mut seen = Vec::new();
     while let Ok(Some(progress)) =
         tokio::time::timeout(Duration::from_millis(500), connected.progress.recv()).await
@@ -380,7 +395,10 @@ async fn a_call_the_client_cancels_drops_the_handler() {
     })
     .await;
     assert!(!HOLD_DROPPED.load(Ordering::SeqCst));
-    handle.cancel(Some("the user gave up".into())).await.unwrap();
+    handle
+        .cancel(Some("the user gave up".into()))
+        .await
+        .unwrap();
     wait_for("the handler to be dropped", || {
         HOLD_DROPPED.load(Ordering::SeqCst)
     })

@@ -111,7 +111,11 @@ impl fmt::Debug for Announcement {
             Route::ToolService => String::from("tool-service"),
             Route::Mcp { url, token } => format!(
                 "mcp {url}{}",
-                if token.is_some() { " (with a token)" } else { "" }
+                if token.is_some() {
+                    " (with a token)"
+                } else {
+                    ""
+                }
             ),
         };
         f.debug_struct("Announcement")
@@ -312,12 +316,11 @@ impl Announcement {
         let tools = self.tree.tool.iter();
         match &self.route {
             Route::ToolService => {
-                let services =
-                    self.tree.tool_service.iter().map(|(id, item)| {
-                        (TOOL_SERVICE, id.clone(), encode(serde_json::to_value(item)))
-                    });
-                let tools =
-                    tools.map(|(name, item)| (TOOL, name.clone(), encode(serde_json::to_value(item))));
+                let services = self.tree.tool_service.iter().map(|(id, item)| {
+                    (TOOL_SERVICE, id.clone(), encode(serde_json::to_value(item)))
+                });
+                let tools = tools
+                    .map(|(name, item)| (TOOL, name.clone(), encode(serde_json::to_value(item))));
                 services.chain(tools).collect()
             }
             Route::Mcp { url, token } => {
@@ -351,11 +354,13 @@ impl Announcement {
             return true;
         }
         match &self.route {
-            Route::Mcp { url, .. } => tool["type"] == "mcp-tool"
-                && tool["mcp-tool"]
-                    .as_str()
-                    .and_then(|key| servers.get(key))
-                    .is_some_and(|server| server["url"] == url.as_str()),
+            Route::Mcp { url, .. } => {
+                tool["type"] == "mcp-tool"
+                    && tool["mcp-tool"]
+                        .as_str()
+                        .and_then(|key| servers.get(key))
+                        .is_some_and(|server| server["url"] == url.as_str())
+            }
             Route::ToolService => false,
         }
     }

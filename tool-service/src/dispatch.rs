@@ -620,7 +620,14 @@ mod tests {
                 .unwrap();
             assert_eq!(frames, [Frame::last(Ok(format!("{id} for alice")))]);
         }
-        let frame = reply(service, State::empty(), "req-9", Request::decode(payload), limits).await;
+        let frame = reply(
+            service,
+            State::empty(),
+            "req-9",
+            Request::decode(payload),
+            limits,
+        )
+        .await;
         assert_eq!(frame, Frame::last(Ok("req-9 for alice".into())));
     }
 
@@ -666,18 +673,22 @@ mod timeout_tests {
         let mut frames: Vec<Frame> = Vec::new();
         let started = tokio::time::Instant::now();
         let payload = br#"{"arguments": "{\"ms\": 1500}"}"#;
-        assert!(dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
-            .await
-            .unwrap());
+        assert!(
+            dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
+                .await
+                .unwrap()
+        );
         assert_eq!(frames, [Frame::last(Ok("waited 1500 ms".into()))]);
         assert_eq!(started.elapsed(), Duration::from_millis(1500));
 
         frames.clear();
         let started = tokio::time::Instant::now();
         let payload = br#"{"arguments": "{\"ms\": 60000}"}"#;
-        assert!(!dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
-            .await
-            .unwrap());
+        assert!(
+            !dispatch_with(service, State::empty(), "r", payload, limit, &mut frames)
+                .await
+                .unwrap()
+        );
         assert_eq!(frames[0].error.as_ref().unwrap().kind(), ToolError::TIMEOUT);
         assert_eq!(started.elapsed(), Duration::from_secs(2));
     }

@@ -108,7 +108,7 @@ mod pulsar_compat;
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod serve;
 
-// The MCP side.
+// The MCP side, a sibling of `serve`.
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;

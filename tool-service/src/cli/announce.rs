@@ -63,8 +63,7 @@ pub(super) async fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliResult {
-    let mut announcement =
-        Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
+    let mut announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
     if let Some(url) = args.mcp_url {
         let token = match &args.mcp_token_file {
             Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),

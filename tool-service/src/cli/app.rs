@@ -230,6 +230,9 @@ impl App {
         if let Run::Config(change, target) = command {
             return super::announce::run(&registry, change, target, out, err).await;
         }
+        // Only `announce` and `withdraw` write to it.
+        #[cfg(not(feature = "pulsar"))]
+        let _ = err;
         let state = match self.setup {
             Some(setup) => setup()
                 .await
@@ -282,7 +285,9 @@ impl App {
     }
 }
 
-/// A command that runs handlers, with what it needs.
+/// A command that runs handlers, with what it needs. One per process, and
+/// boxed where it is made: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Run {
     Call(CallArgs),
     #[cfg(feature = "mcp")]

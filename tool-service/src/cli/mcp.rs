@@ -44,17 +44,24 @@ pub(crate) struct McpHttpArgs {
 impl McpHttpArgs {
     /// The HTTP options, with the token read from its file.
     pub(super) fn options(&self, grace_period: Duration) -> Result<HttpOptions, BoxError> {
-        let mut options = HttpOptions::default();
-        options.token = match &self.mcp_token_file {
+        let token = match &self.mcp_token_file {
             Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),
             None => self.mcp_token.clone().filter(|token| !token.is_empty()),
         };
-        options
+        let defaults = HttpOptions::default();
+        let allowed_hosts = defaults
             .allowed_hosts
-            .extend(self.mcp_allowed_host.iter().cloned());
-        options.allowed_origins = self.mcp_allowed_origin.clone();
-        options.grace_period = grace_period;
-        Ok(options)
+            .iter()
+            .chain(&self.mcp_allowed_host)
+            .cloned()
+            .collect();
+        Ok(HttpOptions {
+            allowed_hosts,
+            allowed_origins: self.mcp_allowed_origin.clone(),
+            token,
+            grace_period,
+            ..defaults
+        })
     }
 }
 
@@ -123,7 +130,11 @@ pub(super) fn prepare(
     meta: Option<Meta>,
 ) -> Result<McpRun, BoxError> {
     super::init_logging(&args.log_level)?;
-    for id in args.only.iter().chain(args.timeout.iter().filter_map(|(id, _)| id.as_ref())) {
+    for id in args
+        .only
+        .iter()
+        .chain(args.timeout.iter().filter_map(|(id, _)| id.as_ref()))
+    {
         if registry.service(id).is_none() {
             let known = crate::known::list(registry.services().iter().map(|service| service.id()));
             return Err(format!("no service `{id}` in this binary (known: {known})").into());
@@ -141,11 +152,9 @@ pub(super) fn prepare(
 /// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
 /// SIGTERM.
 pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
-    let selected = registry
-        .services()
-        .iter()
-        .copied()
-        .filter(|service| run.options.only.is_empty() || run.options.only.iter().any(|id| id == service.id()));
+    let selected = registry.services().iter().copied().filter(|service| {
+        run.options.only.is_empty() || run.options.only.iter().any(|id| id == service.id())
+    });
     registry.check_state(selected)?;
     let registry = Arc::new(registry.clone());
     let server = McpServer::new(registry, run.options);

@@ -273,12 +273,8 @@ fn init_logging(level: &str) -> Result<(), BoxError> {
 /// The token in `path`, without surrounding whitespace.
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        format!(
-            "{flag} {}: cannot read the token: {error}",
-            path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("{flag} {}: cannot read the token: {error}", path.display()))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(format!(

@@ -159,7 +159,11 @@ pub(super) struct ServeRun {
     pub(super) options: ServeOptions,
     pub(super) worker_threads: Option<u16>,
     #[cfg(feature = "mcp")]
-    mcp: Option<(std::net::SocketAddr, crate::mcp::HttpOptions, crate::mcp::McpOptions)>,
+    mcp: Option<(
+        std::net::SocketAddr,
+        crate::mcp::HttpOptions,
+        crate::mcp::McpOptions,
+    )>,
 }
 
 /// The options `serve` runs with, and the handler threads it asks for;
@@ -212,7 +216,11 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
                 .collect();
             let server =
                 super::mcp::server_options(meta, &options.only, args.concurrency, &timeouts);
-            Some((address, args.mcp_http.options(options.grace_period)?, server))
+            Some((
+                address,
+                args.mcp_http.options(options.grace_period)?,
+                server,
+            ))
         }
         None => None,
     };
@@ -379,12 +387,18 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("token");
         std::fs::write(&path, "  eyJ-token\n\n").unwrap();
-        assert_eq!(super::super::read_token_file("--pulsar-api-key-file", &path).unwrap(), "eyJ-token");
+        assert_eq!(
+            super::super::read_token_file("--pulsar-api-key-file", &path).unwrap(),
+            "eyJ-token"
+        );
         std::fs::write(&path, " \n").unwrap();
-        assert!(super::super::read_token_file("--pulsar-api-key-file", &path)
-            .unwrap_err()
-            .contains("the file is empty"));
-        let missing = super::super::read_token_file("--pulsar-api-key-file", &dir.join("missing")).unwrap_err();
+        assert!(
+            super::super::read_token_file("--pulsar-api-key-file", &path)
+                .unwrap_err()
+                .contains("the file is empty")
+        );
+        let missing = super::super::read_token_file("--pulsar-api-key-file", &dir.join("missing"))
+            .unwrap_err();
         assert!(missing.contains("cannot read the token"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();
         let (code, _, err) = run(&[

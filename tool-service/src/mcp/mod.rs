@@ -221,7 +221,10 @@ impl McpServer {
     /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
     /// ```
     pub fn new(registry: Arc<Registry>, options: McpOptions) -> Self {
-        let services = options.only.iter().collect::<std::collections::HashSet<_>>();
+        let services = options
+            .only
+            .iter()
+            .collect::<std::collections::HashSet<_>>();
         let mut permits: HashMap<&'static str, Arc<Semaphore>> = HashMap::new();
         let mut tools = Vec::new();
         for (name, descriptor) in &registry.descriptors().tool {

@@ -130,12 +130,9 @@ fn inline(schema: &Value, defs: Option<&Map<String, Value>>, depth: usize) -> Va
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| inline(item, defs, depth))
-                .collect(),
-        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|item| inline(item, defs, depth)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -197,19 +194,9 @@ fn without_null(object: &mut Map<String, Value>) {
     }
 }
 
-/// `{"type": "null"}`, or `{"const": null}` once stripped: a branch that
-/// admits only `null` (or nothing left).
+/// `{"type": "null"}`: a branch that admits only `null`.
 fn is_null_schema(schema: &Value) -> bool {
-    match schema.as_object() {
-        Some(object) => {
-            object.get("type").and_then(Value::as_str) == Some("null")
-                || object.is_empty()
-                || object.keys().all(|key| key == "description")
-                    && object.contains_key("description")
-                    && false
-        }
-        None => false,
-    }
+    schema.get("type").and_then(Value::as_str) == Some("null")
 }
 
 #[cfg(test)]
@@ -274,7 +261,10 @@ mod tests {
             assert!(!object.contains_key("$ref"), "{object:?}");
             assert!(!object.contains_key("$defs"), "{object:?}");
             assert!(!object.contains_key("$schema"), "{object:?}");
-            assert!(!object.get("type").is_some_and(Value::is_array), "{object:?}");
+            assert!(
+                !object.get("type").is_some_and(Value::is_array),
+                "{object:?}"
+            );
             assert!(!object.contains_key("format"), "{object:?}");
             for key in ["anyOf", "oneOf"] {
                 if let Some(branches) = object.get(key).and_then(Value::as_array) {
@@ -304,7 +294,10 @@ mod tests {
 
     #[test]
     fn an_empty_argument_list_is_an_object_with_no_properties() {
-        let schema = input_schema(&json!({"$schema": "x", "title": "None", "type": "object"}), &[]);
+        let schema = input_schema(
+            &json!({"$schema": "x", "title": "None", "type": "object"}),
+            &[],
+        );
         assert_eq!(
             Value::Object(schema),
             json!({"type": "object", "properties": {}})

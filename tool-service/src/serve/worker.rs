@@ -579,8 +579,14 @@ impl Worker {
             let request_span = span.clone();
             let request = Box::pin(
                 async move {
-                    let frame =
-                        dispatch::reply(service, &state, &id, Request::decode(&message.payload.data), limits).await;
+                    let frame = dispatch::reply(
+                        service,
+                        &state,
+                        &id,
+                        Request::decode(&message.payload.data),
+                        limits,
+                    )
+                    .await;
                     Answer::handled(message, id, frame, timing, request_span)
                 }
                 .instrument(span),
@@ -594,8 +600,9 @@ impl Worker {
             let _entered = span.enter();
             let state = &self.state;
             let payload = &message.payload.data;
-            self.gate
-                .poll_once(|| dispatch::reply(service, state, &id, Request::decode(payload), limits))
+            self.gate.poll_once(|| {
+                dispatch::reply(service, state, &id, Request::decode(payload), limits)
+            })
         };
         match polled {
             Ok(frame) => {
