@@ -11,6 +11,7 @@ import pathlib
 import signal
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
@@ -260,16 +261,36 @@ def test_stdio_writes_nothing_but_protocol_to_stdout():
 
 
 def test_serve_with_mcp_listen_answers_on_pulsar_and_mcp_and_stops_on_sigterm():
+    # two_crates: no other replica of it serves on the broker (conftest's
+    # are joke, custom_rag, streaming and echo), so its metrics count every
+    # Pulsar call.
     async def over_mcp(session):
-        return await session.call_tool("tell-joke", {"topic": "programming"})
+        return await session.call_tool("hello", {})
 
     async def over_pulsar(client):
-        return await client.call({"style": "pun"}, {"topic": "programming"})
+        return await client.call({}, {})
 
-    server = McpHttp("joke", "--only", "joke-service", serve=True)
+    hello = "hello from the binary"
+    server = McpHttp("two_crates", "--only", "two-crates-hello-service", serve=True)
     try:
-        assert texts(run(mcp_session(server.url, over_mcp))) == JOKE
-        assert run(with_client("joke", over_pulsar)) == JOKE
+        assert texts(run(mcp_session(server.url, over_mcp))) == hello
+        assert run(with_client("two-crates-hello", over_pulsar)) == hello
+        # One metrics endpoint: MCP calls apart, labelled transport="mcp".
+        (line,) = [line for line in server.lines if "metrics on http://" in line]
+        port = line.rsplit(":", 1)[1].split("/")[0]
+        pulsar = 'tg_dynamic_tool_service_invocation_total{processor="two-crates-hello-service"} 1\n'
+        # A Pulsar answer is counted once the broker confirms it, a moment
+        # after the caller may have it.
+        deadline = time.monotonic() + 10
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+                metrics = response.read().decode()
+            if pulsar in metrics or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert pulsar in metrics, metrics
+        assert ('tg_dynamic_tool_service_invocation_total{processor="two-crates-hello-service",transport="mcp"} 1\n'
+                in metrics), metrics
     finally:
         server.process.send_signal(signal.SIGTERM)
         code = server.process.wait(60)

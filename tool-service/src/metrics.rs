@@ -16,8 +16,12 @@
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //!
-//! `consumer` is always `request`. Recording costs a few atomic operations
-//! per request; error counts take a lock, on errors only.
+//! `consumer` is always `request`. Calls that come over MCP (`serve
+//! --mcp-listen`) are counted apart, in samples that also carry
+//! `transport="mcp"`; Pulsar's samples carry no `transport` label, so
+//! dashboards made for TrustGraph's processors see what they always saw.
+//! Recording costs a few atomic operations per request; error counts take a
+//! lock, on errors only.
 //!
 //! # Why not `prometheus-client`
 //!
@@ -78,13 +82,35 @@ impl Metrics {
         Self::default()
     }
 
-    /// The metrics of the service `id`, created on first use.
+    /// The metrics of the service `id` on Pulsar, created on first use.
     pub fn service(&self, id: &'static str) -> Arc<ServiceMetrics> {
+        self.service_on(id, None)
+    }
+
+    /// The metrics of the service `id`'s calls over another transport
+    /// (`Some("mcp")`), labelled `transport="mcp"`; `None` is Pulsar's.
+    ///
+    /// ```
+    /// let metrics = tool_service::metrics::Metrics::new();
+    /// let calls = metrics.service_on("joke-service", Some("mcp"));
+    /// calls.start().finish(None, std::time::Duration::from_millis(1));
+    /// assert!(metrics.render().contains(
+    ///     "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\",transport=\"mcp\"} 1\n"
+    /// ));
+    /// ```
+    pub fn service_on(
+        &self,
+        id: &'static str,
+        transport: Option<&'static str>,
+    ) -> Arc<ServiceMetrics> {
         let mut services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = services.iter().find(|service| service.processor == id) {
+        if let Some(found) = services
+            .iter()
+            .find(|service| service.processor == id && service.transport == transport)
+        {
             return Arc::clone(found);
         }
-        let created = Arc::new(ServiceMetrics::new(id));
+        let created = Arc::new(ServiceMetrics::new(id, transport));
         services.push(Arc::clone(&created));
         created
     }
@@ -118,8 +144,8 @@ impl Metrics {
                 ] {
                     let _ = writeln!(
                         out,
-                        "{name}{{processor=\"{}\",consumer=\"request\",status=\"{status}\"}} {count}",
-                        service.processor
+                        "{name}{{{},consumer=\"request\",status=\"{status}\"}} {count}",
+                        service.labels()
                     );
                 }
             },
@@ -130,7 +156,7 @@ impl Metrics {
             "histogram",
             "Request latency (seconds)",
             &services,
-            |out, name, service| service.latency.render(out, name, service.processor),
+            |out, name, service| service.latency.render(out, name, &service.labels()),
         );
         family(
             &mut out,
@@ -143,8 +169,8 @@ impl Metrics {
                 for (state, on) in [("stopped", !running), ("running", running)] {
                     let _ = writeln!(
                         out,
-                        "{name}{{processor=\"{}\",consumer=\"request\",{name}=\"{state}\"}} {}",
-                        service.processor,
+                        "{name}{{{},consumer=\"request\",{name}=\"{state}\"}} {}",
+                        service.labels(),
                         u8::from(on)
                     );
                 }
@@ -164,8 +190,8 @@ impl Metrics {
                 for (kind, count) in errors.iter() {
                     let _ = writeln!(
                         out,
-                        "{name}{{processor=\"{}\",type=\"{}\"}} {count}",
-                        service.processor,
+                        "{name}{{{},type=\"{}\"}} {count}",
+                        service.labels(),
                         escape(kind)
                     );
                 }
@@ -228,9 +254,9 @@ fn per_service(
     });
 }
 
-/// One sample labelled with the service only.
+/// One sample labelled with the service (and transport) only.
 fn per_processor(out: &mut String, name: &str, service: &ServiceMetrics, value: impl fmt::Display) {
-    let _ = writeln!(out, "{name}{{processor=\"{}\"}} {value}", service.processor);
+    let _ = writeln!(out, "{name}{{{}}} {value}", service.labels());
 }
 
 /// A label value with `\`, `"` and newlines escaped.
@@ -245,6 +271,8 @@ fn escape(value: &str) -> String {
 #[derive(Debug)]
 pub struct ServiceMetrics {
     processor: &'static str,
+    /// None: Pulsar; else the transport's label.
+    transport: Option<&'static str>,
     ok: AtomicU64,
     failed: AtomicU64,
     in_flight: AtomicI64,
@@ -256,9 +284,10 @@ pub struct ServiceMetrics {
 }
 
 impl ServiceMetrics {
-    fn new(processor: &'static str) -> Self {
+    fn new(processor: &'static str, transport: Option<&'static str>) -> Self {
         Self {
             processor,
+            transport,
             ok: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
@@ -267,6 +296,18 @@ impl ServiceMetrics {
             send_failures: AtomicU64::new(0),
             latency: Histogram::default(),
             errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `processor="…"`, and `transport="…"` for another transport than
+    /// Pulsar.
+    fn labels(&self) -> String {
+        match self.transport {
+            None => format!("processor=\"{}\"", self.processor),
+            Some(transport) => format!(
+                "processor=\"{}\",transport=\"{transport}\"",
+                self.processor
+            ),
         }
     }
 
@@ -360,9 +401,9 @@ impl Histogram {
         let _ = self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
-    fn render(&self, out: &mut String, name: &str, processor: &str) {
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
         let mut cumulative = 0;
-        let labels = format!("processor=\"{processor}\",consumer=\"request\"");
+        let labels = format!("{labels},consumer=\"request\"");
         for (index, count) in self.buckets.iter().enumerate() {
             cumulative += count.load(Ordering::Relaxed);
             let bound = BUCKETS

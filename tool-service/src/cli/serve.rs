@@ -258,6 +258,13 @@ async fn serve_with_mcp(
     server: crate::mcp::McpOptions,
 ) -> CliResult {
     let listener = super::mcp::bind(address).await?;
+    // One metrics endpoint for both: MCP calls are labelled transport="mcp".
+    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let mut server = server;
+    server.metrics = Some(std::sync::Arc::clone(&metrics));
+    let mut options = options.clone();
+    options.shared_metrics = Some(metrics);
+    let options = &options;
     let server = crate::mcp::McpServer::new(std::sync::Arc::new(registry.clone()), server);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let stopped_when = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {

@@ -85,7 +85,7 @@ pub const NO_OUTPUT: &str = "The tool finished and returned no output.";
 /// let options = McpOptions::new("joke", "0.3.1").with_timeout(Duration::from_secs(30));
 /// assert_eq!(options.name, "joke");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpOptions {
     /// The server's name in `initialize` (`serverInfo.name`).
@@ -103,6 +103,10 @@ pub struct McpOptions {
     pub service_timeouts: Vec<(String, Duration)>,
     /// Serve only the tools of these service ids (all when empty).
     pub only: Vec<String>,
+    /// Where calls are counted (`serve --mcp-listen` shares the Pulsar
+    /// side's), in samples labelled `transport="mcp"`; none: not counted.
+    #[cfg(feature = "pulsar")]
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl Default for McpOptions {
@@ -121,6 +125,8 @@ impl McpOptions {
             timeout: dispatch::DEFAULT_TIMEOUT,
             service_timeouts: Vec::new(),
             only: Vec::new(),
+            #[cfg(feature = "pulsar")]
+            metrics: None,
         }
     }
 
@@ -180,6 +186,8 @@ struct McpTool {
     text: bool,
     limits: Limits,
     permits: Arc<Semaphore>,
+    #[cfg(feature = "pulsar")]
+    metrics: Option<Arc<crate::metrics::ServiceMetrics>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -263,6 +271,12 @@ impl McpServer {
                 text,
                 limits: Limits::default().with_timeout(options.timeout_of(service)),
                 permits,
+                #[cfg(feature = "pulsar")]
+                metrics: options.metrics.as_ref().map(|metrics| {
+                    let calls = metrics.service_on(service.id(), Some("mcp"));
+                    calls.set_running(true);
+                    calls
+                }),
             });
         }
         let by_name = tools
@@ -297,6 +311,12 @@ impl McpServer {
     /// up to `grace` for those running to finish; whether they all did.
     pub async fn drain(&self, grace: Duration) -> bool {
         self.inner.closing.store(true, Ordering::Release);
+        #[cfg(feature = "pulsar")]
+        for tool in &self.inner.tools {
+            if let Some(metrics) = &tool.metrics {
+                metrics.set_running(false);
+            }
+        }
         let idle = async {
             loop {
                 let notified = self.inner.idle.notified();
@@ -327,6 +347,10 @@ impl McpServer {
         self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
         let _running = Running(&self.inner);
         if self.inner.closing.load(Ordering::Acquire) {
+            #[cfg(feature = "pulsar")]
+            if let Some(metrics) = &tool.metrics {
+                metrics.refused(crate::ToolError::UNAVAILABLE);
+            }
             return failure("the server is shutting down; try again");
         }
         let request = Request {
@@ -344,14 +368,24 @@ impl McpServer {
             last: None,
             progress,
         };
+        #[cfg(feature = "pulsar")]
+        let timing = tool
+            .metrics
+            .as_ref()
+            .map(|metrics| (metrics.start(), std::time::Instant::now()));
         let state = self.inner.registry.state();
         let outcome =
             dispatch::respond(tool.service, state, id, Ok(request), tool.limits, &mut sink).await;
-        let Ok(ok) = outcome;
-        let Some(last) = sink.last else {
-            return failure("the tool ended without an answer");
-        };
-        if let (false, Some(error)) = (ok, &last.error) {
+        let Ok(_) = outcome;
+        let last = sink
+            .last
+            .expect("every response ends with a last frame (dispatch::respond)");
+        #[cfg(feature = "pulsar")]
+        if let Some((in_flight, started)) = timing {
+            let failed = last.error.as_ref().map(crate::ToolError::kind);
+            in_flight.finish(failed, started.elapsed());
+        }
+        if let Some(error) = &last.error {
             return failure(error.message());
         }
         let mut text = sink.text;

@@ -255,7 +255,10 @@ impl Serving {
         if let Some(warning) = options.broker.cleartext_token_warning() {
             tracing::warn!("{warning}");
         }
-        let metrics = Arc::new(Metrics::new());
+        let metrics = options
+            .shared_metrics
+            .clone()
+            .unwrap_or_else(|| Arc::new(Metrics::new()));
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = match options.metrics {
             Some(address) => {

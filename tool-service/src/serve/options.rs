@@ -51,6 +51,10 @@ pub struct ServeOptions {
     /// Announce the served services to TrustGraph's config service once
     /// they are subscribed (see [`crate::announce`]); none by default.
     pub announce: Option<AnnounceOptions>,
+    /// Record into these metrics (and serve them) instead of new ones: how
+    /// an MCP server in the same process (`serve --mcp-listen`) shares the
+    /// metrics endpoint.
+    pub shared_metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 /// How `serve` announces its services to TrustGraph's config service.
@@ -141,6 +145,7 @@ impl ServeOptions {
             log_payloads: false,
             max_message_size: None,
             announce: None,
+            shared_metrics: None,
         }
     }
 
