@@ -497,6 +497,10 @@ def render(r):
     if paired.exists():
         import paired as paired_rounds
         lines += paired_rounds.render(json.loads(paired.read_text()))
+    mcp = ROOT / "bench" / "mcp.json"
+    if mcp.exists():
+        import mcp_rounds
+        lines += mcp_rounds.render(json.loads(mcp.read_text()))
     return "\n".join(lines)
 
 

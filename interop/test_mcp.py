@@ -332,3 +332,26 @@ def test_the_conformance_suite_passes_except_its_baseline():
         "server-sse-multiple-streams",
     ]:
         assert f"✓ {scenario}:" in output, f"{scenario} did not pass:\n{output}"
+
+
+def test_sigterm_lets_a_call_in_flight_finish_within_the_grace_period():
+    async def body(session):
+        return await session.call_tool("wait", {"ms": 1500})
+
+    server = McpHttp("echo", "--grace-period", "10")
+    try:
+        async def call_then_terminate():
+            call = asyncio.ensure_future(mcp_session(server.url, body))
+            await asyncio.sleep(0.5)
+            server.process.send_signal(signal.SIGTERM)
+            return await call
+
+        result = run(call_then_terminate())
+        code = server.process.wait(30)
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+    assert texts(result) == "waited 1500 ms"
+    assert code == 0, "\n".join(server.lines)
+    log = "\n".join(server.lines)
+    assert "stopping MCP: finishing calls in flight" in log and "in_flight=1" in log, log

@@ -4,6 +4,9 @@
 #   scripts/bench.sh              (BENCH_QUICK=1 for a short smoke run)
 #   scripts/bench.sh paired       only the paired rounds of default `serve`
 #                                 against the hand-written loop (bench/paired.py)
+#   scripts/bench.sh mcp          only `tools/call` over MCP: ours against
+#                                 rmcp's own macros and the Python SDK
+#                                 (bench/mcp_rounds.py; no broker needed)
 #   scripts/bench.sh inprocess    only the in-process per-request figures
 #                                 (criterion, callgrind, paired batches), with
 #                                 no broker running
@@ -19,6 +22,11 @@ if [ "${1:-}" = inprocess ]; then
   cargo build --release --locked -p tool-service-bench --bins
   exec python3 bench/run.py inprocess
 fi
+if [ "${1:-}" = mcp ]; then
+  PYTHON="$(scripts/python-peer.sh)"
+  cargo build --release --locked -p tool-service-bench --bins
+  exec "$PYTHON" bench/mcp_rounds.py
+fi
 source scripts/broker-env.sh
 PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
@@ -28,3 +36,4 @@ if [ "${1:-}" = paired ]; then
 fi
 "$PYTHON" bench/run.py
 "$PYTHON" bench/paired.py
+"$PYTHON" bench/mcp_rounds.py

@@ -100,6 +100,7 @@ static HOLD_STARTED: AtomicUsize = AtomicUsize::new(0);
 static HOLD_DROPPED: AtomicBool = AtomicBool::new(false);
 static HOLD_RUNNING: AtomicUsize = AtomicUsize::new(0);
 static HOLD_MOST: AtomicUsize = AtomicUsize::new(0);
+static HOLD_COMPLETED: AtomicBool = AtomicBool::new(false);
 
 /// Marks the handler dropped.
 struct Dropped;
@@ -122,6 +123,7 @@ async fn hold(ms: u64) -> String {
     HOLD_MOST.fetch_max(running, Ordering::SeqCst);
     let _dropped = Dropped;
     tokio::time::sleep(Duration::from_millis(ms)).await;
+    HOLD_COMPLETED.store(true, Ordering::SeqCst);
     format!("held {ms} ms")
 }
 
@@ -449,4 +451,93 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("waited 5 s for {what}");
+}
+
+/// One HTTP/1.1 request on a connection of its own (`Connection: close`):
+/// the response, read to its end.
+async fn http_post(address: std::net::SocketAddr, session: Option<&str>, body: &Value) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(raw_request(address, session, body).as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+fn raw_request(address: std::net::SocketAddr, session: Option<&str>, body: &Value) -> String {
+    let body = body.to_string();
+    let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         {session}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() {
+    use tokio::io::AsyncWriteExt;
+    let _turn = HOLDING.lock().await;
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let serving = server.clone();
+    tokio::spawn(async move {
+        tool_service::mcp::serve_http(
+            serving,
+            listener,
+            tool_service::mcp::HttpOptions::default(),
+            std::future::pending(),
+        )
+        .await
+    });
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let response = http_post(address, None, &initialize).await;
+    let session = response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id in {response}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    http_post(address, Some(&session), &initialized).await;
+
+    HOLD_DROPPED.store(false, Ordering::SeqCst);
+    HOLD_COMPLETED.store(false, Ordering::SeqCst);
+    let started = HOLD_STARTED.load(Ordering::SeqCst);
+    // Well within the service's 300 ms timeout, and long enough to tell a
+    // drop from an end.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "hold", "arguments": {"ms": 280}}});
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(raw_request(address, Some(&session), &call).as_bytes())
+        .await
+        .unwrap();
+    wait_for("the handler to start", || {
+        HOLD_STARTED.load(Ordering::SeqCst) > started
+    })
+    .await;
+    assert_eq!(server.in_flight(), 1);
+    drop(stream);
+    wait_for("the handler to be dropped", || {
+        HOLD_DROPPED.load(Ordering::SeqCst)
+    })
+    .await;
+    wait_for("no call in flight", || server.in_flight() == 0).await;
+    // Dropped, not run to its end.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        !HOLD_COMPLETED.load(Ordering::SeqCst),
+        "the handler ran to its end"
+    );
 }

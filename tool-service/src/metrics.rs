@@ -304,10 +304,9 @@ impl ServiceMetrics {
     fn labels(&self) -> String {
         match self.transport {
             None => format!("processor=\"{}\"", self.processor),
-            Some(transport) => format!(
-                "processor=\"{}\",transport=\"{transport}\"",
-                self.processor
-            ),
+            Some(transport) => {
+                format!("processor=\"{}\",transport=\"{transport}\"", self.processor)
+            }
         }
     }
 

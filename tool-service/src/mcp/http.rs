@@ -110,6 +110,13 @@ impl HttpOptions {
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// Cancelled when the HTTP response that a request's answer streams on is
+/// dropped before its end (the client went away): put into the request's
+/// extensions here, where rmcp hands them on to the call
+/// ([`http::request::Parts`] in its context), which is dropped on it.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientGone(pub(crate) CancellationToken);
+
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
 /// `listener` until `shutdown` completes; then takes no new calls, lets
 /// those in flight finish within the grace period, and closes.
@@ -138,57 +145,13 @@ pub async fn serve_http(
         );
     }
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors, say: wait, then go on.
-                    tracing::warn!(%error, "cannot accept an MCP connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
+    let accept = |stream: tokio::net::TcpStream| {
         let _ = stream.set_nodelay(true);
-        let mcp = mcp.clone();
-        let token = token.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let mut mcp = mcp.clone();
-            let token = token.clone();
-            async move {
-                if request.uri().path() != MCP_PATH {
-                    return Ok::<_, Infallible>(plain(
-                        hyper::StatusCode::NOT_FOUND,
-                        "MCP is served at /mcp",
-                    ));
-                }
-                if let Some(token) = &token {
-                    if !authorized(request.headers(), token) {
-                        let mut response = plain(
-                            hyper::StatusCode::UNAUTHORIZED,
-                            "this MCP server needs an `Authorization: Bearer` token",
-                        );
-                        response.headers_mut().insert(
-                            hyper::header::WWW_AUTHENTICATE,
-                            hyper::header::HeaderValue::from_static("Bearer"),
-                        );
-                        return Ok(response);
-                    }
-                }
-                let ends_session = request.method() == hyper::Method::DELETE;
-                let mut response = tower_service::Service::call(&mut mcp, request).await?;
-                // A session ended: rmcp says 202, and the Python SDK (so
-                // TrustGraph's client, on every call) warns unless it hears
-                // 200 or 204.
-                if ends_session && response.status() == hyper::StatusCode::ACCEPTED {
-                    *response.status_mut() = hyper::StatusCode::NO_CONTENT;
-                }
-                Ok(response)
-            }
-        });
+        let endpoint = Endpoint {
+            mcp: mcp.clone(),
+            token: token.clone(),
+        };
+        let service = hyper::service::service_fn(move |request| endpoint.clone().answer(request));
         let connection = hyper::server::conn::http1::Builder::new()
             .serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
@@ -197,21 +160,107 @@ pub async fn serve_http(
                 tracing::debug!(%error, "MCP connection ended");
             }
         });
-    }
-    drop(listener);
-    let in_flight = server.in_flight();
-    tracing::info!(in_flight, "stopping MCP: finishing calls in flight");
-    let drained = server.drain(options.grace_period).await;
-    if !drained {
+    };
+    accept_until(&listener, shutdown, &accept).await;
+    // Still answering while calls in flight finish (new ones are refused),
+    // and a moment after, so that their clients can end their sessions.
+    tracing::info!(
+        in_flight = server.in_flight(),
+        "stopping MCP: finishing calls in flight"
+    );
+    let drained = accept_until(&listener, server.drain(options.grace_period), &accept).await;
+    if drained != Some(true) {
         tracing::warn!(
             abandoned = server.in_flight(),
             "grace period over: abandoning MCP calls still running"
         );
     }
+    accept_until(&listener, tokio::time::sleep(LINGER), &accept).await;
+    drop(listener);
     // Ends the sessions' streams, then the connections.
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
     Ok(())
+}
+
+/// How long a draining server still answers once its calls are done: for
+/// their clients to end their sessions (TrustGraph's client ends one after
+/// every call, and fails if it cannot).
+const LINGER: Duration = Duration::from_millis(500);
+
+/// Accepts connections until `until` completes; its output.
+async fn accept_until<T>(
+    listener: &TcpListener,
+    until: impl Future<Output = T>,
+    accept: &impl Fn(tokio::net::TcpStream),
+) -> Option<T> {
+    tokio::pin!(until);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => accept(stream),
+                Err(error) => {
+                    // Out of file descriptors, say: wait, then go on.
+                    tracing::warn!(%error, "cannot accept an MCP connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            done = &mut until => return Some(done),
+        }
+    }
+}
+
+/// What every HTTP request meets first: the path, the token; then rmcp.
+#[derive(Clone)]
+struct Endpoint {
+    mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    token: Option<Arc<str>>,
+}
+
+impl Endpoint {
+    async fn answer(
+        mut self,
+        request: hyper::Request<Incoming>,
+    ) -> Result<hyper::Response<Body>, Infallible> {
+        if request.uri().path() != MCP_PATH {
+            return Ok(plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp"));
+        }
+        if let Some(token) = &self.token {
+            if !authorized(request.headers(), token) {
+                let mut response = plain(
+                    hyper::StatusCode::UNAUTHORIZED,
+                    "this MCP server needs an `Authorization: Bearer` token",
+                );
+                response.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    hyper::header::HeaderValue::from_static("Bearer"),
+                );
+                return Ok(response);
+            }
+        }
+        let ends_session = request.method() == hyper::Method::DELETE;
+        let gone = CancellationToken::new();
+        let mut request = request;
+        request.extensions_mut().insert(ClientGone(gone.clone()));
+        let response = tower_service::Service::call(&mut self.mcp, request).await?;
+        // The guard lives as long as the response body: hyper drops the body
+        // when the client goes away, or once it is sent (the call has
+        // answered by then).
+        let guard = gone.drop_guard();
+        let mut response = response.map(|body| {
+            body.map_frame(move |frame| {
+                let _alive = &guard;
+                frame
+            })
+            .boxed()
+        });
+        // A session ended: rmcp says 202, and the Python SDK (so TrustGraph's
+        // client, after every call) warns unless it hears 200 or 204.
+        if ends_session && response.status() == hyper::StatusCode::ACCEPTED {
+            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+        }
+        Ok(response)
+    }
 }
 
 /// Whether the request carries `Authorization: Bearer TOKEN`, compared in

@@ -497,12 +497,29 @@ impl ServerHandler for McpServer {
         });
         let arguments = request.arguments.unwrap_or_default();
         let call = self.call(tool, &id, arguments, progress);
+        // Over HTTP: the response stream of this call, gone when the client
+        // disconnects.
+        let gone = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<http::ClientGone>())
+            .map(|gone| gone.0.clone());
+        let client_gone = async {
+            match &gone {
+                Some(gone) => gone.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         // A cancelled call drops the handler's future, as a timeout does.
         tokio::select! {
             result = call.instrument(span.clone()) => Ok(result.into()),
             () = context.ct.cancelled() => {
                 span.in_scope(|| tracing::debug!("cancelled by the client"));
                 Err(ErrorData::internal_error("the call was cancelled", None))
+            }
+            () = client_gone => {
+                span.in_scope(|| tracing::debug!("the client went away; the call is cancelled"));
+                Err(ErrorData::internal_error("the client went away", None))
             }
         }
     }
