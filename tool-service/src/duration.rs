@@ -26,7 +26,7 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
 /// Shows a duration the way [`parse`] reads it.
 pub(crate) fn format(limit: Duration) -> String {
     let ms = limit.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

@@ -8,7 +8,6 @@
 //! rmcp_echo --stdio
 //! ```
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
@@ -63,9 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let service =
             hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let mut mcp = mcp.clone();
-                async move {
-                    Ok::<_, Infallible>(tower_service::Service::call(&mut mcp, request).await?)
-                }
+                async move { tower_service::Service::call(&mut mcp, request).await }
             });
         tokio::spawn(async move {
             let _ = hyper::server::conn::http1::Builder::new()
