@@ -91,9 +91,9 @@ fn message(body: &[u8]) -> Value {
         return value;
     }
     text.lines()
+        .rev()
         .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .last()
+        .find_map(|data| serde_json::from_str(data.trim()).ok())
         .unwrap_or(Value::Null)
 }
 
@@ -250,7 +250,6 @@ async fn over_stdio(args: &Args) -> Result<(Vec<Duration>, usize, Duration), Err
         }
     }
     let elapsed = started.elapsed();
-    drop(send);
     let _ = child.kill().await;
     Ok((latencies, errors, elapsed))
 }
