@@ -131,3 +131,28 @@ def test_the_agent_prompt_carries_the_allowed_values_and_fields():
     assert "`from` (string, required)" in arguments["period"]["description"]
     assert "Default: `5`." in arguments["maxHits"]["description"]
     print(json.dumps(prompt.variables["tools"], indent=2))
+
+
+def test_groups_and_states_select_the_tools_trustgraphs_filter_should():
+    """`examples/groups.rs`'s tools, loaded by the agent's loader and filtered
+    by TrustGraph's own `tool_filter` as the agent filters them per request
+    (`AgentRequest.group` and `state`)."""
+    from trustgraph.agent.tool_filter import filter_tools_by_group_and_state, get_next_state
+
+    tools = load_tools(descriptors("groups"))
+    assert tools is not None, "the agent rejected the descriptors"
+    assert sorted(tools) == ["close-ticket", "search-tickets", "ticket-stats"]
+
+    def offered(group, state):
+        return sorted(filter_tools_by_group_and_state(tools, group, state))
+
+    # No group asked for: TrustGraph's ["default"].
+    assert offered(None, None) == ["ticket-stats"]
+    assert offered(["support"], None) == ["search-tickets"]
+    assert offered(["ops"], None) == ["search-tickets", "ticket-stats"]
+    assert offered(["support"], "found") == ["close-ticket", "search-tickets"]
+    assert offered(["*"], "found") == ["close-ticket", "search-tickets", "ticket-stats"]
+    assert offered(["billing"], None) == []
+    # A tool with a `state` moves the agent there; the others leave it.
+    assert get_next_state(tools["search-tickets"], "undefined") == "found"
+    assert get_next_state(tools["close-ticket"], "found") == "found"

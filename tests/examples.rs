@@ -68,6 +68,19 @@ fn custom_rag_has_two_tools_on_one_service() {
 }
 
 #[test]
+fn groups_and_states_go_into_the_tool_items() {
+    let tree = stdout_json(&run("groups", &["descriptors"]));
+    assert_eq!(
+        tree["tool"]["search-tickets"],
+        golden("search-tickets.json")
+    );
+    let close = &tree["tool"]["close-ticket"];
+    assert_eq!(close["group"], serde_json::json!(["support"]));
+    assert_eq!(close["applicable-states"], serde_json::json!(["found"]));
+    assert!(close.get("state").is_none());
+}
+
+#[test]
 fn descriptors_out_writes_one_file_per_item() {
     let dir = std::env::temp_dir().join(format!("tool-service-out-{}", std::process::id()));
     let output = run(

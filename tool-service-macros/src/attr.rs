@@ -14,6 +14,9 @@
 //!         description = "…",
 //!         config(style = "pun", "max-length" = 80), // keys that are not identifiers quoted
 //!         arguments(topic = "…"),             // per-tool argument descriptions
+//!         group = ["ops", "billing"],         // TrustGraph's tool groups
+//!         state = "after-search",             // the agent's state after the call
+//!         applicable_states = ["start"],      // the states it is offered in
 //!     ),
 //!     crate = "::tool_service",
 //! )]
@@ -43,7 +46,15 @@ const KEYS: [&str; 9] = [
     "crate",
 ];
 /// The keys of one `tool(…)` preset.
-const TOOL_KEYS: [&str; 4] = ["name", "description", "config", "arguments"];
+const TOOL_KEYS: [&str; 7] = [
+    "name",
+    "description",
+    "config",
+    "arguments",
+    "group",
+    "state",
+    "applicable_states",
+];
 
 /// The parsed attribute, before validation.
 #[derive(Default)]
@@ -70,6 +81,12 @@ pub(crate) struct ToolAttr {
     pub(crate) config: Vec<ConfigEntry>,
     /// Per-tool argument descriptions: `arguments(question = "…")`.
     pub(crate) arguments: Vec<ArgumentEntry>,
+    /// TrustGraph's `group` list.
+    pub(crate) group: Option<Vec<LitStr>>,
+    /// TrustGraph's `state`: the agent's state once the tool ran.
+    pub(crate) state: Option<LitStr>,
+    /// TrustGraph's `applicable-states` list.
+    pub(crate) applicable_states: Option<Vec<LitStr>>,
 }
 
 /// One `name = "description"` of a preset's `arguments(…)`.
@@ -237,6 +254,9 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
         description: None,
         config: Vec::new(),
         arguments: Vec::new(),
+        group: None,
+        state: None,
+        applicable_states: None,
     };
     if !meta.input.peek(syn::token::Paren) {
         errors.spanned(
@@ -271,6 +291,24 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
                 }),
                 Err(error) => errors.push(error),
             })?;
+        } else if path.is_ident("group") {
+            if let Some(list) = string_list(&inner, "group", "[\"ops\", \"billing\"]", errors)? {
+                set_once(&mut tool.group, list, &path, errors);
+            }
+        } else if path.is_ident("applicable_states") {
+            if let Some(list) =
+                string_list(&inner, "applicable_states", "[\"start\"]", errors)?
+            {
+                set_once(&mut tool.applicable_states, list, &path, errors);
+            }
+        } else if path.is_ident("state") {
+            if let Some(lit) = string_value(&inner, "state", "after-search", errors)? {
+                if lit.value().trim().is_empty() {
+                    errors.spanned(&lit, "`state` must not be empty; leave it out for no state change");
+                } else {
+                    set_once(&mut tool.state, lit, &path, errors);
+                }
+            }
         } else if path.is_ident("arguments") {
             parse_entries(&inner, errors, |key, value, errors| match value {
                 Expr::Lit(syn::ExprLit {
@@ -297,6 +335,61 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
         Ok(())
     })?;
     Ok(tool)
+}
+
+/// A `key = ["a", "b"]` list of distinct, non-empty strings; `None` (with
+/// the errors reported, each on its token) when it is not one.
+fn string_list(
+    meta: &ParseNestedMeta,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<Vec<LitStr>>> {
+    let value: Expr = meta.value()?.parse()?;
+    let Expr::Array(array) = &value else {
+        errors.spanned(
+            &value,
+            format_args!("`{key}` takes a list of strings, e.g. `{key} = {example}`"),
+        );
+        return Ok(None);
+    };
+    if array.elems.is_empty() {
+        errors.spanned(
+            &value,
+            format_args!(
+                "`{key}` must not be empty: TrustGraph's agent would never offer the tool; leave `{key}` out for the default"
+            ),
+        );
+        return Ok(None);
+    }
+    let mut list: Vec<LitStr> = Vec::new();
+    let mut valid = true;
+    for element in &array.elems {
+        match element {
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => {
+                let text = lit.value();
+                if text.trim().is_empty() {
+                    errors.spanned(lit, format_args!("a name in `{key}` must not be empty"));
+                    valid = false;
+                } else if list.iter().any(|seen| seen.value() == text) {
+                    errors.spanned(lit, format_args!("`{text}` is listed twice in `{key}`"));
+                    valid = false;
+                } else {
+                    list.push(lit.clone());
+                }
+            }
+            other => {
+                errors.spanned(
+                    other,
+                    format_args!("`{key}` takes string literals, e.g. `{key} = {example}`"),
+                );
+                valid = false;
+            }
+        }
+    }
+    Ok(valid.then_some(list))
 }
 
 /// Reports an unknown key, suggesting the nearest known one, and skips its
@@ -577,7 +670,7 @@ mod tests {
         );
         assert_eq!(
             errors[2],
-            "unknown key `nme` in `tool(…)`; expected one of `name`, `description`, `config`, `arguments`; did you mean `name`?"
+            "unknown key `nme` in `tool(…)`; expected one of `name`, `description`, `config`, `arguments`, `group`, `state`, `applicable_states`; did you mean `name`?"
         );
         assert!(
             errors[3].ends_with("; did you mean `description`?"),

@@ -426,12 +426,18 @@ fn glue(service: &Service) -> TokenStream {
             let description = &entry.description;
             quote!((#name, #description))
         });
+        let group = &tool.group;
+        let applicable_states = &tool.applicable_states;
+        let state = option_str(&tool.state);
         quote! {
             #krate::__private::ToolSpec {
                 name: #name,
                 description: #description,
                 config: &[#(#config),*],
                 arguments: &[#(#arguments),*],
+                group: &[#(#group),*],
+                state: #state,
+                applicable_states: &[#(#applicable_states),*],
             }
         }
     });

@@ -54,6 +54,12 @@ use proc_macro::TokenStream;
 /// | `description = "…"` | what the LLM reads about the tool | the doc comment's first paragraph |
 /// | `config(key = value, …)` | config values this tool fixes: string, integer, float or bool literals | none |
 /// | `arguments(name = "…", …)` | descriptions of the LLM arguments for this tool, in place of the `# Arguments` section (or the `#[args]` struct's field docs) | the doc comment's |
+/// | `group = ["…", …]` | TrustGraph's tool groups: the agent offers the tool to requests of one of them (the `group` of the tool item) | TrustGraph's `["default"]` |
+/// | `state = "…"` | the agent's state once the tool ran (`state`) | the state stays |
+/// | `applicable_states = ["…", …]` | the states the agent offers the tool in (`applicable-states`; `undefined` is the first) | TrustGraph's `["*"]`, every state |
+///
+/// Lists hold distinct, non-empty strings and are not empty (an empty
+/// `group` would hide the tool from every request).
 ///
 /// A config key or argument name that is not an identifier is written as a
 /// string: `config("index-url" = "https://…")`, `arguments("max-results" =

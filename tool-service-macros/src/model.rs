@@ -176,6 +176,11 @@ pub(crate) struct Tool {
     pub(crate) description: String,
     pub(crate) config: Vec<ConfigEntry>,
     pub(crate) arguments: Vec<ArgumentEntry>,
+    /// TrustGraph's `group`, `state` and `applicable-states` (empty lists
+    /// and `None`: not set).
+    pub(crate) group: Vec<String>,
+    pub(crate) state: Option<String>,
+    pub(crate) applicable_states: Vec<String>,
 }
 
 /// The checked model.
@@ -727,6 +732,9 @@ fn build_tools(
             description: summary.unwrap_or_default(),
             config: Vec::new(),
             arguments: Vec::new(),
+            group: Vec::new(),
+            state: None,
+            applicable_states: Vec::new(),
         };
         check_preset(&tool, attr_span(), &params.config, errors);
         return vec![tool];
@@ -819,11 +827,19 @@ fn build_tools(
             description,
             config: preset.config.clone(),
             arguments: preset.arguments.clone(),
+            group: values(preset.group.as_deref()),
+            state: preset.state.as_ref().map(LitStr::value),
+            applicable_states: values(preset.applicable_states.as_deref()),
         };
         check_preset(&tool, preset.span, &params.config, errors);
         tools.push(tool);
     }
     tools
+}
+
+/// The texts of a list of string literals (none: empty).
+fn values(list: Option<&[LitStr]>) -> Vec<String> {
+    list.unwrap_or_default().iter().map(LitStr::value).collect()
 }
 
 /// The plain arguments, as an error message lists them.

@@ -332,13 +332,23 @@ impl Announcement {
                     (MCP, name.clone(), server)
                 });
                 let tools = tools.map(|(name, item)| {
-                    let tool = json!({
+                    let mut tool = json!({
                         "type": "mcp-tool",
                         "name": name,
                         "description": item.description,
                         "mcp-tool": name,
-                        "arguments": encode(serde_json::to_value(&item.arguments)),
                     });
+                    // The agent's filters, as on the tool-service route.
+                    if let Some(group) = &item.group {
+                        tool["group"] = json!(group);
+                    }
+                    if let Some(state) = &item.state {
+                        tool["state"] = json!(state);
+                    }
+                    if let Some(states) = &item.applicable_states {
+                        tool["applicable-states"] = json!(states);
+                    }
+                    tool["arguments"] = encode(serde_json::to_value(&item.arguments));
                     (TOOL, name.clone(), tool)
                 });
                 servers.chain(tools).collect()

@@ -11,7 +11,16 @@ use serde_json::{Map, Value};
 use crate::spec::Service;
 
 /// The fields of a `tool` item; a config param may not use these names.
-const TOOL_FIELDS: [&str; 5] = ["type", "name", "description", "service", "arguments"];
+const TOOL_FIELDS: [&str; 8] = [
+    "type",
+    "name",
+    "description",
+    "service",
+    "arguments",
+    "group",
+    "state",
+    "applicable-states",
+];
 
 /// The `tool-service` config item: how to reach a service.
 ///
@@ -76,6 +85,21 @@ pub struct ToolDescriptor {
     /// The config values this tool sends to the service.
     #[serde(flatten)]
     pub config: Map<String, Value>,
+    /// The tool groups a request selects the tool by (TrustGraph's
+    /// default, `["default"]`, when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Vec<String>>,
+    /// The state the agent moves to once the tool ran (none: it stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The states the tool is offered in (TrustGraph's default, `["*"]`,
+    /// when none).
+    #[serde(
+        default,
+        rename = "applicable-states",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub applicable_states: Option<Vec<String>>,
     /// The arguments the LLM provides.
     #[serde(default)]
     pub arguments: Vec<Argument>,
@@ -340,6 +364,9 @@ pub(crate) fn describe(
             description: tool.description.to_owned(),
             service: id.clone(),
             config,
+            group: listed(tool.group),
+            state: tool.state.map(str::to_owned),
+            applicable_states: listed(tool.applicable_states),
             arguments: tool_arguments,
         });
     }
@@ -354,6 +381,11 @@ pub(crate) fn describe(
         config_params,
     };
     Ok((descriptor, tools))
+}
+
+/// A preset's list, when it has one (the attribute never gives an empty one).
+fn listed(names: &[&str]) -> Option<Vec<String>> {
+    (!names.is_empty()).then(|| names.iter().map(|name| (*name).to_owned()).collect())
 }
 
 #[cfg(test)]

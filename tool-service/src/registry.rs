@@ -487,6 +487,9 @@ mod tests {
             description: "First.",
             config: &[],
             arguments: &[],
+            group: &[],
+            state: None,
+            applicable_states: &[],
         }],
         ..spec("first", "one", 1)
     };
@@ -496,6 +499,9 @@ mod tests {
             description: "Again.",
             config: &[],
             arguments: &[],
+            group: &[],
+            state: None,
+            applicable_states: &[],
         }],
         ..spec("first", "two", 2)
     };

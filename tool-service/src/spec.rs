@@ -82,6 +82,11 @@ pub struct ToolSpec {
     pub description: &'static str,
     pub config: &'static [(&'static str, ConfigValue)],
     pub arguments: &'static [(&'static str, &'static str)],
+    /// TrustGraph's `group`, `state` and `applicable-states` (empty and
+    /// `None`: not set).
+    pub group: &'static [&'static str],
+    pub state: Option<&'static str>,
+    pub applicable_states: &'static [&'static str],
 }
 
 /// A config value fixed by a tool preset.
