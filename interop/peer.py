@@ -48,12 +48,17 @@ class Replica:
                 self.ready.set()
 
     def stop(self):
-        self.process.terminate()
-        try:
-            return self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+        return stop(self.process)
+
+
+def stop(process):
+    """SIGTERM, then SIGKILL after 30 s; the exit code."""
+    process.terminate()
+    try:
+        return process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 async def trustgraph_client(topic, timeout=30):
@@ -134,12 +139,7 @@ class McpHttp:
                 self.ready.set()
 
     def stop(self):
-        self.process.terminate()
-        try:
-            return self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+        return stop(self.process)
 
     def __enter__(self):
         return self

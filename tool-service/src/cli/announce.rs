@@ -34,18 +34,10 @@ pub(crate) struct TargetArgs {
     /// TrustGraph's mcp-tool processor, instead of as `tool-service` tools.
     #[arg(long, value_name = "URL", value_parser = super::parse_mcp_url)]
     mcp_url: Option<String>,
-    /// A file holding the bearer token of the MCP server, put in each `mcp`
-    /// item as its `auth-token` (read once; surrounding whitespace ignored).
-    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
-    mcp_token_file: Option<std::path::PathBuf>,
-    /// The MCP server's bearer token itself (prefer --mcp-token-file).
-    #[arg(
-        long,
-        env = "MCP_TOKEN",
-        hide_env_values = true,
-        conflicts_with = "mcp_token_file"
-    )]
-    mcp_token: Option<String>,
+    /// With --mcp-url: the token goes into each `mcp` item as its
+    /// `auth-token`.
+    #[command(flatten)]
+    mcp_token: super::McpTokenArgs,
 }
 
 /// Which of the two commands.
@@ -65,11 +57,7 @@ pub(super) async fn run(
 ) -> CliResult {
     let mut announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
     if let Some(url) = args.mcp_url {
-        let token = match &args.mcp_token_file {
-            Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),
-            None => args.mcp_token.filter(|token| !token.is_empty()),
-        };
-        announcement = announcement.over_mcp(url, token);
+        announcement = announcement.over_mcp(url, args.mcp_token.token()?);
     }
     if args.dry_run {
         let request = match change {

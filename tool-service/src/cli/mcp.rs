@@ -1,7 +1,6 @@
 //! The `mcp` command, and the MCP flags `serve --mcp-listen` shares with it.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,21 +14,9 @@ use super::{BoxError, CliResult, Meta};
 /// origins it answers.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct McpHttpArgs {
-    /// A file holding the bearer token every MCP request must carry
-    /// (`Authorization: Bearer TOKEN`; read once at start, surrounding
-    /// whitespace ignored).
-    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
-    mcp_token_file: Option<PathBuf>,
-    /// The bearer token itself. Prefer --mcp-token-file: other local users
-    /// can read a process's environment less easily than its arguments,
-    /// but a file is safer still.
-    #[arg(
-        long,
-        env = "MCP_TOKEN",
-        hide_env_values = true,
-        conflicts_with = "mcp_token_file"
-    )]
-    mcp_token: Option<String>,
+    /// Every request must carry this bearer token.
+    #[command(flatten)]
+    mcp_token: super::McpTokenArgs,
     /// Also answer requests whose `Host` is this name (repeatable; e.g. the
     /// service's name in a container network; `*` answers any). localhost,
     /// 127.0.0.1 and ::1 are always answered.
@@ -44,10 +31,7 @@ pub(crate) struct McpHttpArgs {
 impl McpHttpArgs {
     /// The HTTP options, with the token read from its file.
     pub(super) fn options(&self, grace_period: Duration) -> Result<HttpOptions, BoxError> {
-        let token = match &self.mcp_token_file {
-            Some(path) => Some(super::read_token_file("--mcp-token-file", path)?),
-            None => self.mcp_token.clone().filter(|token| !token.is_empty()),
-        };
+        let token = self.mcp_token.token()?;
         let defaults = HttpOptions::default();
         let allowed_hosts = defaults
             .allowed_hosts

@@ -286,6 +286,38 @@ fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String>
 }
 
 /// `30s` (every service) or `joke-service=30s` (one service).
+/// An MCP server's bearer token: what `mcp` and `serve --mcp-listen` require
+/// of every request, and what `announce --mcp-url` hands to TrustGraph.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct McpTokenArgs {
+    /// A file holding the MCP server's bearer token (`Authorization: Bearer
+    /// TOKEN`; read once at start, surrounding whitespace ignored).
+    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
+    mcp_token_file: Option<PathBuf>,
+    /// The bearer token itself. Prefer --mcp-token-file: a file is not
+    /// inherited by every child process, as the environment is.
+    #[arg(
+        long,
+        env = "MCP_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "mcp_token_file"
+    )]
+    mcp_token: Option<String>,
+}
+
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+impl McpTokenArgs {
+    /// The token, read from its file when one is named; none when neither
+    /// is given (or the variable is empty).
+    fn token(&self) -> Result<Option<String>, String> {
+        match &self.mcp_token_file {
+            Some(path) => read_token_file("--mcp-token-file", path).map(Some),
+            None => Ok(self.mcp_token.clone().filter(|token| !token.is_empty())),
+        }
+    }
+}
+
 /// An MCP server's URL: `http://` or `https://`.
 #[cfg(feature = "pulsar")]
 fn parse_mcp_url(text: &str) -> Result<String, String> {
