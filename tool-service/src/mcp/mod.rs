@@ -511,7 +511,10 @@ impl ServerHandler for McpServer {
             }
         };
         // A cancelled call drops the handler's future, as a timeout does.
+        // The call first: one that is ready at once (most are) never
+        // registers with the cancellation tokens.
         tokio::select! {
+            biased;
             result = call.instrument(span.clone()) => Ok(result.into()),
             () = context.ct.cancelled() => {
                 span.in_scope(|| tracing::debug!("cancelled by the client"));
