@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // Leaves.
     &[
+        "backoff",
         "duration",
         "error",
         "json_text",

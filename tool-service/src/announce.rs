@@ -1004,7 +1004,7 @@ pub async fn keep_announcing(
     timeout: Duration,
     on_clash: OnClash,
 ) -> Result<Announced, AnnounceError> {
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     loop {
         match announce(pulsar, announcement, timeout, on_clash).await {
             Ok(announced) => {
@@ -1012,9 +1012,8 @@ pub async fn keep_announcing(
                 return Ok(announced);
             }
             Err(error) if error.is_transient() => {
-                tracing::warn!(workspace = %announcement.workspace, retry_in = ?backoff, "cannot announce yet: {error}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(60));
+                tracing::warn!(workspace = %announcement.workspace, retry_in = ?backoff.delay(), "cannot announce yet: {error}");
+                backoff.wait().await;
             }
             Err(error) => {
                 tracing::error!(workspace = %announcement.workspace, "not announced: {error}");

@@ -166,7 +166,8 @@ impl BrokerOptions {
         give_up: impl std::future::Future<Output = ()>,
     ) -> Result<(Pulsar<TokioExecutor>, BrokerInfo), pulsar::Error> {
         tokio::pin!(give_up);
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff =
+            crate::backoff::Backoff::new(Duration::from_millis(200), self.max_backoff);
         loop {
             // The client itself retries forever; shake hands first so that
             // every failed attempt is logged and the caller can give up.
@@ -182,12 +183,11 @@ impl BrokerOptions {
                 }
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
-            tracing::warn!(url = %self.url, %error, retry_in = ?backoff, "Pulsar broker not reachable; retrying");
+            tracing::warn!(url = %self.url, %error, retry_in = ?backoff.delay(), "Pulsar broker not reachable; retrying");
             tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = &mut give_up => return Err(error),
+                () = backoff.wait() => {}
+                () = &mut give_up => return Err(error),
             }
-            backoff = (backoff * 2).min(self.max_backoff);
         }
     }
 

@@ -66,6 +66,8 @@ extern crate self as tool_service;
 // above it in this list (tests/architecture.rs checks it).
 //
 // Leaves.
+#[cfg(feature = "pulsar")]
+mod backoff;
 mod duration;
 mod error;
 mod json_text;

@@ -6,8 +6,10 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
+mod busy;
 mod gate;
 mod options;
+mod transport;
 mod worker;
 
 use std::collections::HashMap;
@@ -25,7 +27,7 @@ pub use options::{
 
 use crate::metrics::Metrics;
 use crate::{Registry, Service};
-use worker::{Limits, Worker};
+use worker::{Limits, PulsarWorker};
 
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -161,7 +163,7 @@ pub async fn serve(
 /// ```
 #[must_use = "nothing is served until `run_until` runs"]
 pub struct Serving {
-    workers: Vec<Worker>,
+    workers: Vec<PulsarWorker>,
     grace_period: Duration,
     metrics: Arc<Metrics>,
     metrics_endpoint: Option<MetricsEndpoint>,
@@ -302,7 +304,7 @@ impl Serving {
         let mut workers = Vec::with_capacity(services.len());
         for service in services {
             workers.push(
-                Worker::start(
+                PulsarWorker::start(
                     &pulsar,
                     service,
                     registry.state().clone(),

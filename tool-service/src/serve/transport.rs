@@ -1,0 +1,207 @@
+//! What a worker needs from the broker: where its requests come from
+//! ([`Requests`]) and where its responses go ([`Responses`]); and the two
+//! over Apache Pulsar. The worker is generic over both, so its rules are
+//! tested with an in-memory pair (`worker/tests.rs`), and the Pulsar pair
+//! costs no indirection on the hot path.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::StreamExt;
+use pulsar::consumer::{ConsumerOptions, InitialPosition};
+use pulsar::producer::{Producer, SendFuture};
+use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
+
+use crate::Service;
+
+/// A service's request subscription.
+pub(super) trait Requests: Send + 'static {
+    /// One request as received: acknowledged once answered.
+    type Message: Send + 'static;
+    /// Why receiving or acknowledging failed.
+    type Error: std::fmt::Display + Send + 'static;
+
+    /// What the request carries.
+    fn payload(message: &Self::Message) -> &[u8];
+
+    /// The request's `id` property, if it has one.
+    fn id(message: &Self::Message) -> Option<&str>;
+
+    /// The next request; `None` when the stream ended. Cancel-safe.
+    fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send;
+
+    /// Whether an error of [`Self::next`] means the subscription is gone
+    /// (and must be made again), rather than that one message was skipped.
+    fn is_lost(error: &Self::Error) -> bool;
+
+    /// The request was answered: the broker may forget it.
+    fn ack(
+        &mut self,
+        message: &Self::Message,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The request was not answered: the broker may deliver it again.
+    fn nack(
+        &mut self,
+        message: &Self::Message,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Subscribes again in place of a lost subscription: the requests the
+    /// old one had received but not handed out yet.
+    fn resubscribe(
+        &mut self,
+    ) -> impl Future<Output = Result<Vec<Self::Message>, Self::Error>> + Send;
+
+    /// Leaves the subscription.
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A service's response publisher.
+pub(super) trait Responses: Send + 'static {
+    /// Why a response could not be published.
+    type Error: Send + 'static;
+    /// Completes when the broker has the response (or refused it).
+    type Receipt: Future<Output = Result<(), Self::Error>> + Send + Unpin + 'static;
+
+    /// Publishes one encoded frame under the request's `id`; the receipt
+    /// comes later.
+    fn send(
+        &mut self,
+        id: &str,
+        frame: Vec<u8>,
+    ) -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
+
+    /// What went wrong, in words for the caller's error frame and the log.
+    fn describe(error: &Self::Error) -> String;
+
+    /// Stops publishing.
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+/// A Shared consumer on a service's request topic, and what it takes to
+/// subscribe again.
+pub(super) struct PulsarRequests {
+    pulsar: Pulsar<TokioExecutor>,
+    service: Service,
+    /// Flow permits of the consumer.
+    permits: usize,
+    consumer: Consumer<Vec<u8>, TokioExecutor>,
+}
+
+impl PulsarRequests {
+    /// Subscribes to `service`'s request topic (subscription `{id}-request`,
+    /// initial position Latest) with `permits` flow permits.
+    pub(super) async fn subscribe(
+        pulsar: &Pulsar<TokioExecutor>,
+        service: Service,
+        permits: usize,
+    ) -> Result<Self, pulsar::Error> {
+        Ok(Self {
+            pulsar: pulsar.clone(),
+            service,
+            permits,
+            consumer: consumer(pulsar, service, permits).await?,
+        })
+    }
+}
+
+impl Requests for PulsarRequests {
+    type Message = pulsar::consumer::Message<Vec<u8>>;
+    type Error = pulsar::Error;
+
+    fn payload(message: &Self::Message) -> &[u8] {
+        &message.payload.data
+    }
+
+    fn id(message: &Self::Message) -> Option<&str> {
+        crate::broker::message_id(message)
+    }
+
+    fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send {
+        self.consumer.next()
+    }
+
+    fn is_lost(error: &Self::Error) -> bool {
+        crate::pulsar_compat::errors::consumer_lost(error)
+    }
+
+    async fn ack(&mut self, message: &Self::Message) -> Result<(), Self::Error> {
+        self.consumer.ack(message).await.map_err(Into::into)
+    }
+
+    async fn nack(&mut self, message: &Self::Message) -> Result<(), Self::Error> {
+        self.consumer.nack(message).await.map_err(Into::into)
+    }
+
+    /// The new consumer is subscribed before the old one is dropped, so a
+    /// non-persistent topic loses nothing in between. On a persistent topic
+    /// the broker may deliver once more what was not acknowledged yet.
+    async fn resubscribe(&mut self) -> Result<Vec<Self::Message>, Self::Error> {
+        let consumer = consumer(&self.pulsar, self.service, self.permits).await?;
+        let mut old = std::mem::replace(&mut self.consumer, consumer);
+        let mut handed_over = Vec::new();
+        while let Some(Some(Ok(message))) = futures_util::FutureExt::now_or_never(old.next()) {
+            handed_over.push(message);
+        }
+        // Dropped, not closed: `close` goes through the consumer's engine,
+        // which may be stuck delivering to a queue nobody reads any more.
+        // Dropping the queue stops the engine, and the engine closes the
+        // consumer on the broker as it goes.
+        drop(old);
+        Ok(handed_over)
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.consumer.close().await
+    }
+}
+
+/// The service's Shared consumer on its request topic.
+async fn consumer(
+    pulsar: &Pulsar<TokioExecutor>,
+    service: Service,
+    permits: usize,
+) -> Result<Consumer<Vec<u8>, TokioExecutor>, pulsar::Error> {
+    pulsar
+        .consumer()
+        .with_topic(service.request_queue())
+        .with_subscription(service.subscription())
+        .with_subscription_type(SubType::Shared)
+        .with_batch_size(u32::try_from(permits).unwrap_or(u32::MAX))
+        .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+        .build::<Vec<u8>>()
+        .await
+}
+
+/// A producer on a service's response topic.
+pub(super) struct PulsarResponses(pub(super) Producer<TokioExecutor>);
+
+impl Responses for PulsarResponses {
+    type Error = pulsar::Error;
+    type Receipt = PulsarReceipt;
+
+    async fn send(&mut self, id: &str, frame: Vec<u8>) -> Result<Self::Receipt, Self::Error> {
+        let message = crate::broker::response(id, frame);
+        self.0.send_non_blocking(message).await.map(PulsarReceipt)
+    }
+
+    fn describe(error: &Self::Error) -> String {
+        crate::pulsar_compat::errors::describe_send_error(error)
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.0.close().await
+    }
+}
+
+/// The broker's receipt for one response.
+pub(super) struct PulsarReceipt(SendFuture);
+
+impl Future for PulsarReceipt {
+    type Output = Result<(), pulsar::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|sent| sent.map(drop))
+    }
+}
