@@ -19,6 +19,8 @@ const LAYERS: &[&[&str]] = &[
     ],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
+    // What argument schemas promise.
+    &["rules"],
     // What generated code registers, and typed decoding.
     &["decode", "schema", "spec"],
     &["descriptor", "dispatch"],

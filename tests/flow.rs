@@ -459,10 +459,7 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
         // machine in a debug build is not all of them: each preempted poll
         // sends the next requests to the workers until fast ones bring the
         // average down again (`serve/gate.rs` tests the arithmetic).
-        assert!(
-            on_the_loop >= 1,
-            "{on_the_loop} of 20 answered by the loop"
-        );
+        assert!(on_the_loop >= 1, "{on_the_loop} of 20 answered by the loop");
         let slow = support::client_on(
             &options,
             "non-persistent",

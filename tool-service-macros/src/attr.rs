@@ -9,6 +9,7 @@
 //!     subscription = "…",                   // default "{id}-request"
 //!     concurrency = 8,                      // at least 1
 //!     timeout = "30s",                      // per request: ms, s, m or h
+//!     strict,                               // arguments decode as the type says, no coercion
 //!     tool(                                 // repeatable
 //!         name = "tell-joke",
 //!         description = "…",
@@ -34,7 +35,7 @@ use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::key::written;
 
 /// The keys of the attribute.
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 10] = [
     "topic",
     "id",
     "request_queue",
@@ -42,6 +43,7 @@ const KEYS: [&str; 9] = [
     "subscription",
     "concurrency",
     "timeout",
+    "strict",
     "tool",
     "crate",
 ];
@@ -69,6 +71,8 @@ pub(crate) struct ServiceAttr {
     pub(crate) subscription: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) timeout: Option<LitStr>,
+    /// `strict`: no coercion of the LLM's arguments.
+    pub(crate) strict: Option<syn::Path>,
     pub(crate) tools: Vec<ToolAttr>,
     pub(crate) krate: Option<syn::Path>,
 }
@@ -224,6 +228,15 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
             if let Some(lit) = string_value(&meta, "timeout", "30s", errors)? {
                 set_once(&mut attr.timeout, lit, &path, errors);
             }
+        } else if path.is_ident("strict") {
+            if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                let value: TokenStream = meta.input.parse()?;
+                errors.spanned(
+                    &value,
+                    "`strict` takes no value: write `strict` to decode the arguments exactly as their types say",
+                );
+            }
+            set_once(&mut attr.strict, path, &meta.path, errors);
         } else if path.is_ident("crate") {
             if let Some(lit) = string_value(&meta, "crate", "::tool_service", errors)? {
                 match lit.parse::<syn::Path>() {

@@ -412,6 +412,7 @@ fn glue(service: &Service) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let streaming = params.stream.is_some();
+    let tolerant = !service.strict;
     let takes_context = params.context.is_some();
     let tools = service.tools.iter().map(|tool| {
         let name = &tool.name;
@@ -462,7 +463,10 @@ fn glue(service: &Service) -> TokenStream {
             fn __tool_service_handler(
                 __invocation: #krate::__private::Invocation,
             ) -> #krate::__private::HandlerFuture {
+                static __RULES: #krate::__private::ArgumentRules =
+                    #krate::__private::ArgumentRules::new(#tolerant);
                 __tool_service_types().invoke(
+                    &__RULES,
                     __invocation,
                     |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks, #state: #krate::__private::State| async move {
                         #(#state_lookups)*

@@ -43,6 +43,7 @@ use proc_macro::TokenStream;
 /// | `subscription = "…"` | Shared subscription name | `"{id}-request"` |
 /// | `concurrency = 8` | most requests handled at once | the `serve` default |
 /// | `timeout = "30s"` | how long one request may run before it is cancelled and answered with a `timeout` error (`ms`, `s`, `m` or `h`) | `serve --timeout` (600 s) |
+/// | `strict` | decode the LLM's arguments exactly as their types say: no coercion of `"5"` to `5` and the like (bounds are checked either way; see [What the LLM may send](#what-the-llm-may-send)) | tolerant |
 /// | `tool(…)` | a tool backed by this service, with the keys below; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
 /// | `crate = "…"` | path to the `tool_service` crate | `::tool_service` |
 ///
@@ -110,6 +111,33 @@ use proc_macro::TokenStream;
 /// a required one is a compile error where the params are visible (single
 /// `#[config_param]`s) and a registry error when descriptors are emitted
 /// otherwise.
+///
+/// # What the LLM may send
+///
+/// The arguments decode strictly first. What the type refuses is coerced
+/// where nothing is lost, then decoded again; the rules come from the same
+/// JSON schema the descriptors describe, so the two cannot disagree.
+///
+/// | the LLM sent | for | decoded as |
+/// |---|---|---|
+/// | `"5"`, `5.0`, `"5.0"` | an integer | `5` |
+/// | `"2.5"` | a float | `2.5` |
+/// | `"true"`, `"False"` | a `bool` | `true`, `false` |
+/// | `"[\"a\", \"b\"]"`, `"{\"k\": 1}"` | a list, a struct | the list, the struct |
+/// | `"a"` | a list | `["a"]` |
+/// | `"Keyword"`, `"in progress"` | a unit enum variant `keyword`, `in-progress` | that variant, when exactly one matches ignoring case, `-`, `_` and spaces |
+/// | `null` | an argument with a default | the default |
+/// | an argument the tool does not take | | ignored |
+///
+/// Refused: `"5.5"` or `5.5` for an integer, a number out of the type's
+/// range, `"yes"`, `"1"` or `1` for a `bool`, text naming two variants.
+/// Bounds that the schema states (`#[schemars(range(min = 1, max = 50))]`,
+/// `length(…)`, `regex(pattern = …)`, list lengths) are checked for every
+/// request, and an error names the argument, the rule and what was given:
+/// `` invalid arguments: `limit` must be an integer from 1 to 50; got 500 ``.
+/// With `strict`, the arguments decode only as their types say; bounds are
+/// still checked. Config values are written by people, not by the LLM: they
+/// always decode strictly.
 ///
 /// # Return types
 ///

@@ -194,6 +194,8 @@ pub(crate) struct Service {
     pub(crate) concurrency: Option<usize>,
     /// Per-request timeout in milliseconds.
     pub(crate) timeout_ms: Option<u64>,
+    /// Whether the LLM's arguments decode without coercion.
+    pub(crate) strict: bool,
     pub(crate) params: Params,
     pub(crate) output: Output,
     pub(crate) tools: Vec<Tool>,
@@ -394,6 +396,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
         subscription,
         concurrency,
         timeout_ms,
+        strict: attr.strict.is_some(),
         params,
         output,
         tools,

@@ -20,7 +20,8 @@ pub use crate::state::StateNeed;
 pub use crate::stream::Chunks;
 pub use crate::{Context, State, ToolError};
 
-use crate::decode::{decode, decode_showing, Part, Quoted};
+use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
+use crate::rules::Rules;
 
 /// The types a service decodes.
 pub trait ServiceTypes: 'static {
@@ -64,12 +65,17 @@ where
     A: DeserializeOwned + schemars::JsonSchema + 'static,
 {
     /// [`invoke`] with these types.
-    pub fn invoke<F, Fut>(self, invocation: Invocation, body: F) -> HandlerFuture
+    pub fn invoke<F, Fut>(
+        self,
+        rules: &'static ArgumentRules,
+        invocation: Invocation,
+        body: F,
+    ) -> HandlerFuture
     where
         F: FnOnce(C, A, Context, Chunks, State) -> Fut,
         Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
     {
-        invoke::<Self, F, Fut>(invocation, body)
+        invoke::<Self, F, Fut>(rules, invocation, body)
     }
 
     /// [`config_schema`] of these types.
@@ -88,9 +94,34 @@ where
     }
 }
 
+/// The rules a service's arguments are decoded under: compiled from its
+/// argument schema on the first request, then shared by every request. One
+/// `static` per service, in its handler.
+pub struct ArgumentRules {
+    rules: std::sync::OnceLock<Rules>,
+    tolerant: bool,
+}
+
+impl ArgumentRules {
+    /// Rules that coerce what LLMs commonly write (`tolerant`), or take the
+    /// type's own decoding only (`#[tool_service(strict)]`).
+    pub const fn new(tolerant: bool) -> Self {
+        Self {
+            rules: std::sync::OnceLock::new(),
+            tolerant,
+        }
+    }
+
+    fn get<S: ServiceTypes>(&self) -> &Rules {
+        self.rules.get_or_init(|| {
+            Rules::compile(&serde_json::Value::from(arguments_schema::<S>()))
+        })
+    }
+}
+
 /// Decodes config and arguments, then runs `body` (the call of the user's
 /// function and the conversion of its result).
-pub fn invoke<S, F, Fut>(invocation: Invocation, body: F) -> HandlerFuture
+pub fn invoke<S, F, Fut>(rules: &'static ArgumentRules, invocation: Invocation, body: F) -> HandlerFuture
 where
     S: ServiceTypes,
     F: FnOnce(S::Config, S::Arguments, Context, Chunks, State) -> Fut,
@@ -106,7 +137,11 @@ where
         Ok(config) => config,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };
-    let arguments = match decode::<S::Arguments>(&request.arguments, Part::Arguments) {
+    let arguments = match decode_arguments::<S::Arguments>(
+        &request.arguments,
+        rules.get::<S>(),
+        rules.tolerant,
+    ) {
         Ok(arguments) => arguments,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };

@@ -7,7 +7,9 @@
 //! caller.
 
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
+use crate::rules::{Rules, Violation};
 use crate::ToolError;
 
 /// Which part of a request is decoded.
@@ -89,6 +91,73 @@ pub(crate) fn decode_showing<T: DeserializeOwned>(
     }
 }
 
+/// Decodes the LLM's `arguments` text into the handler's type under
+/// `rules`: strictly first (the hot path); a text the type refuses is
+/// coerced as the rules allow (when `tolerant`) and decoded again. A value
+/// that breaks a bound the schema states is refused too. Errors name the
+/// argument, the rule and what was given, in words for the model.
+pub(crate) fn decode_arguments<T: DeserializeOwned>(
+    text: &str,
+    rules: &Rules,
+    tolerant: bool,
+) -> Result<T, ToolError> {
+    let part = Part::Arguments;
+    if !(text.starts_with('{') || text.trim_start().starts_with('{')) {
+        return Err(not_an_object(part, part.quoted()));
+    }
+    match serde_json::from_str::<T>(text) {
+        Ok(typed) if !rules.checks() => Ok(typed),
+        Ok(typed) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => match rules.check(&value) {
+                None => Ok(typed),
+                Some(violation) => Err(violated(&violation)),
+            },
+            // Not reached: text the type took is JSON.
+            Err(error) => Err(invalid(part, part.quoted(), error.to_string())),
+        },
+        Err(error) => second_look::<T>(text, rules, tolerant, &error),
+    }
+}
+
+/// What the strict decoder refused: coerced and decoded again, or
+/// explained.
+#[cold]
+#[inline(never)]
+fn second_look<T: DeserializeOwned>(
+    text: &str,
+    rules: &Rules,
+    tolerant: bool,
+    error: &serde_json::Error,
+) -> Result<T, ToolError> {
+    let part = Part::Arguments;
+    if !error.is_data() {
+        return Err(invalid(part, part.quoted(), error.to_string()));
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(text) else {
+        return Err(explain::<T>(text, part, part.quoted(), error));
+    };
+    if tolerant && rules.coerce(&mut value) {
+        if let Ok(typed) = T::deserialize(&value) {
+            return match rules.check(&value) {
+                None => Ok(typed),
+                Some(violation) => Err(violated(&violation)),
+            };
+        }
+    }
+    Err(match rules.diagnose(&value) {
+        Some(violation) => violated(&violation),
+        None => explain::<T>(text, part, part.quoted(), error),
+    })
+}
+
+/// The error of arguments that break a rule.
+fn violated(violation: &Violation) -> ToolError {
+    ToolError::with_type(
+        ToolError::INVALID_ARGUMENTS,
+        format!("invalid arguments: {}", violation.message()),
+    )
+}
+
 /// The error of a `config` or `arguments` text that is not a JSON object.
 #[cold]
 fn not_an_object(part: Part, quoted: Quoted) -> ToolError {
@@ -131,14 +200,38 @@ fn explain<T: DeserializeOwned>(
 /// An error of `part` with serde's `message`, its quoted values cut as
 /// `quoted` says.
 fn invalid(part: Part, quoted: Quoted, message: String) -> ToolError {
+    // A position in the text means nothing to the model that wrote it.
+    let message = match part {
+        Part::Arguments => without_position(&message),
+        Part::Config => &message,
+    };
     ToolError::with_type(
         part.error_type(),
         format!(
             "invalid {}: {}",
             part.name(),
-            withhold_values(&message, quoted.keep())
+            withhold_values(message, quoted.keep())
         ),
     )
+}
+
+/// `message` without serde_json's ` at line L column C` at its end.
+fn without_position(message: &str) -> &str {
+    let Some((before, position)) = message.rsplit_once(" at line ") else {
+        return message;
+    };
+    let numbers = position
+        .split_once(" column ")
+        .is_some_and(|(line, column)| {
+            [line, column]
+                .iter()
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+    if numbers {
+        before
+    } else {
+        message
+    }
 }
 
 /// Characters of a quoted argument value an error message keeps.

@@ -81,6 +81,9 @@ mod response;
 mod stream;
 pub mod wire;
 
+// What argument schemas promise, as rules decoding applies.
+mod rules;
+
 // What generated code registers, and typed decoding of requests.
 mod decode;
 mod schema;
