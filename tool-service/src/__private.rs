@@ -113,15 +113,18 @@ impl ArgumentRules {
     }
 
     fn get<S: ServiceTypes>(&self) -> &Rules {
-        self.rules.get_or_init(|| {
-            Rules::compile(&serde_json::Value::from(arguments_schema::<S>()))
-        })
+        self.rules
+            .get_or_init(|| Rules::compile(&serde_json::Value::from(arguments_schema::<S>())))
     }
 }
 
 /// Decodes config and arguments, then runs `body` (the call of the user's
 /// function and the conversion of its result).
-pub fn invoke<S, F, Fut>(rules: &'static ArgumentRules, invocation: Invocation, body: F) -> HandlerFuture
+pub fn invoke<S, F, Fut>(
+    rules: &'static ArgumentRules,
+    invocation: Invocation,
+    body: F,
+) -> HandlerFuture
 where
     S: ServiceTypes,
     F: FnOnce(S::Config, S::Arguments, Context, Chunks, State) -> Fut,

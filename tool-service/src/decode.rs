@@ -445,3 +445,157 @@ mod tests {
         );
     }
 }
+
+/// What LLMs send, through a generated handler: the path Pulsar, MCP and
+/// `call` share.
+#[cfg(test)]
+mod what_llms_send {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use crate::wire::Request;
+    use crate::{Registry, ToolError};
+
+    /// How a search matches.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Mode {
+        /// Words as written.
+        Keyword,
+        /// Words and their meaning.
+        KeywordSemantic,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct Search {
+        /// How many results.
+        #[schemars(range(min = 1, max = 50))]
+        limit: u32,
+        /// Whole words only.
+        exact: Option<bool>,
+        /// Only results with these tags.
+        tags: Option<Vec<String>>,
+        /// How to match.
+        #[serde(default)]
+        mode: Option<Mode>,
+        /// A ticket code.
+        #[schemars(regex(pattern = r"^[A-Z]{3}-\d+$"))]
+        code: Option<String>,
+    }
+
+    /// Searches.
+    #[crate::tool_service(topic = "decode-tests-search")]
+    async fn search(#[args] search: Search) -> String {
+        format!(
+            "{} {:?} {:?} {:?} {:?}",
+            search.limit, search.exact, search.tags, search.mode, search.code
+        )
+    }
+
+    /// Searches, taking the arguments only as their types say.
+    #[crate::tool_service(topic = "decode-tests-strict", strict)]
+    async fn strict_search(#[args] search: Search) -> String {
+        format!("{}", search.limit)
+    }
+
+    async fn call(tool: &str, arguments: serde_json::Value) -> Result<String, ToolError> {
+        let registry = Registry::collect().unwrap();
+        let frames = registry
+            .call(tool, "id", Request::new(json!({}), arguments))
+            .await
+            .unwrap();
+        let last = frames.into_iter().last().unwrap();
+        match last.error {
+            None => Ok(last.response),
+            Some(error) => Err(error),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_everyday_variants_are_answered() {
+        for (arguments, expected) in [
+            (json!({"limit": "5"}), "5 None None None None"),
+            (json!({"limit": 5.0}), "5 None None None None"),
+            (
+                json!({"limit": 5, "exact": "true"}),
+                "5 Some(true) None None None",
+            ),
+            (
+                json!({"limit": 5, "tags": "[\"a\", \"b\"]"}),
+                r#"5 None Some(["a", "b"]) None None"#,
+            ),
+            (
+                json!({"limit": 5, "tags": "a"}),
+                r#"5 None Some(["a"]) None None"#,
+            ),
+            (
+                json!({"limit": 5, "mode": "Keyword-Semantic"}),
+                "5 None None Some(KeywordSemantic) None",
+            ),
+            (
+                json!({"limit": 5, "mode": null, "exact": null}),
+                "5 None None None None",
+            ),
+            (json!({"limit": 5, "unknown": 1}), "5 None None None None"),
+        ] {
+            assert_eq!(
+                call("search", arguments.clone()).await.as_deref(),
+                Ok(expected),
+                "{arguments}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn lossy_variants_and_broken_bounds_are_refused_in_words() {
+        for (arguments, message) in [
+            (json!({"limit": "5.5"}), "`limit` must be an integer from 1 to 50; got the text \"5.5\""),
+            (json!({"limit": 500}), "`limit` must be an integer from 1 to 50; got 500"),
+            (json!({"limit": "500"}), "`limit` must be an integer from 1 to 50; got 500"),
+            (json!({"limit": 0}), "`limit` must be an integer from 1 to 50; got 0"),
+            (
+                json!({"limit": 5, "mode": "fuzzy"}),
+                "`mode` must be one of `keyword`, `keyword_semantic`; got the text \"fuzzy\"",
+            ),
+            (json!({"limit": 5, "exact": "yes"}), "`exact` must be true or false; got the text \"yes\""),
+            (
+                json!({"limit": 5, "code": "abc-1"}),
+                "`code` must be a text matching the pattern `^[A-Z]{3}-\\d+$`; got the text \"abc-1\"",
+            ),
+            (json!({}), "`limit` is missing; it must be an integer from 1 to 50"),
+        ] {
+            let error = call("search", arguments.clone()).await.unwrap_err();
+            assert_eq!(error.kind(), ToolError::INVALID_ARGUMENTS);
+            assert_eq!(error.message(), format!("invalid arguments: {message}"), "{arguments}");
+        }
+        assert_eq!(
+            call("search", json!({"limit": 5, "code": "ABC-12"}))
+                .await
+                .as_deref(),
+            Ok("5 None None None Some(\"ABC-12\")")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_strict_service_takes_only_what_its_types_say_and_still_checks_bounds() {
+        assert_eq!(
+            call("strict-search", json!({"limit": 5})).await.as_deref(),
+            Ok("5")
+        );
+        let error = call("strict-search", json!({"limit": "5"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.message(),
+            "invalid arguments: `limit` must be an integer from 1 to 50; got the text \"5\""
+        );
+        let error = call("strict-search", json!({"limit": 51}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.message(),
+            "invalid arguments: `limit` must be an integer from 1 to 50; got 51"
+        );
+    }
+}

@@ -69,6 +69,9 @@ struct Bounds {
     pattern: Option<(String, regex::Regex)>,
     min_items: Option<u64>,
     max_items: Option<u64>,
+    /// The range of a fixed-width integer type (which serde enforces too),
+    /// said only to a value outside it.
+    width: Option<(f64, f64)>,
 }
 
 impl Bounds {
@@ -125,10 +128,9 @@ impl Rules {
             refs: HashMap::new(),
         };
         compiler.fill(ROOT, schema, 0);
-        let checks = compiler
-            .nodes
-            .iter()
-            .any(|node| !node.bounds.is_empty() || matches!(node.kind, Kind::Variants(_)));
+        // What the type enforces itself (its variants, its integer width)
+        // needs no second look at a value that decoded.
+        let checks = compiler.nodes.iter().any(|node| !node.bounds.is_empty());
         Self {
             nodes: compiler.nodes,
             checks,
@@ -284,6 +286,17 @@ impl Rules {
             (Kind::Any, _) => None,
             (Kind::Boolean, Value::Bool(_)) => None,
             (Kind::Integer, Value::Number(number)) if is_integer(number) => {
+                if let Some((min, max)) = bounds.width.filter(|&(min, max)| {
+                    number
+                        .as_f64()
+                        .is_some_and(|value| value < min || value > max)
+                }) {
+                    return Some(Violation {
+                        path: path.clone(),
+                        expected: format!("an integer from {} to {}", figure(min), figure(max)),
+                        got: Some(described(value)),
+                    });
+                }
                 number_in(bounds, number).then(broken).flatten()
             }
             (Kind::Number, Value::Number(number)) => {
@@ -592,17 +605,17 @@ fn bounds(object: &Map<String, Value>, kind: Option<&str>) -> Bounds {
             .and_then(|pattern| Some((pattern.to_owned(), regex::Regex::new(pattern).ok()?))),
         min_items: count("minItems"),
         max_items: count("maxItems"),
+        width: None,
     };
-    // The range of a fixed-width integer, which the type enforces anyway;
-    // stated so that an error can say it.
     if kind == Some("integer") {
-        if let Some((min, max)) = object
+        bounds.width = object
             .get("format")
             .and_then(Value::as_str)
-            .and_then(format_range)
-        {
-            bounds.minimum = Some(bounds.minimum.map_or(min, |given| given.max(min)));
-            bounds.maximum = Some(bounds.maximum.map_or(max, |given| given.min(max)));
+            .and_then(format_range);
+        // schemars states an unsigned type's `minimum: 0`: the width says it.
+        if let Some((min, max)) = bounds.width {
+            bounds.minimum = bounds.minimum.filter(|&given| given > min);
+            bounds.maximum = bounds.maximum.filter(|&given| given < max);
         }
     }
     bounds
@@ -617,6 +630,8 @@ fn format_range(format: &str) -> Option<(f64, f64)> {
         "int8" => (f64::from(i8::MIN), f64::from(i8::MAX)),
         "int16" => (f64::from(i16::MIN), f64::from(i16::MAX)),
         "int32" => (f64::from(i32::MIN), f64::from(i32::MAX)),
+        "uint64" | "uint" => (0.0, u64::MAX as f64),
+        "int64" | "int" => (i64::MIN as f64, i64::MAX as f64),
         _ => return None,
     })
 }
@@ -967,7 +982,18 @@ mod tests {
         ] {
             assert_eq!(rules.check(&value).map(|v| v.message()).as_deref(), Some(message));
         }
+        let width = Rules::compile(&json!({"type": "integer", "format": "uint8", "minimum": 0}));
+        assert_eq!(
+            width.check(&json!(300)).map(|v| v.message()).as_deref(),
+            Some("the arguments must be an integer from 0 to 255; got 300")
+        );
+        assert_eq!(
+            width.check(&json!(-1)).map(|v| v.message()).as_deref(),
+            Some("the arguments must be an integer from 0 to 255; got -1")
+        );
+        assert_eq!(width.check(&json!(255)), None);
         assert!(rules.checks());
+        assert!(!width.checks(), "the type enforces its own width");
         assert!(!Rules::compile(
             &json!({"type": "object", "properties": {"a": {"type": "string"}}})
         )

@@ -189,7 +189,8 @@ fn facts(schema: &Value, root: &Value, depth: usize) -> Vec<String> {
         }
         _ => {}
     }
-    if let Some(default) = schema.get("default") {
+    // A default of `null` is what "optional" says already.
+    if let Some(default) = schema.get("default").filter(|default| !default.is_null()) {
         clauses.push(format!("default: {}", literal(default)));
     }
     clauses
@@ -420,6 +421,29 @@ mod tests {
             .iter()
             .map(|field| (field.name.clone(), prose(field, root)))
             .collect()
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema, Default)]
+    struct Defaulted {
+        #[serde(default)]
+        note: Option<String>,
+        #[serde(default)]
+        count: Option<u8>,
+    }
+
+    #[test]
+    fn a_null_default_reads_as_optional_only() {
+        assert_eq!(
+            prose_of::<Defaulted>(),
+            [
+                (String::from("note"), String::from("Optional.")),
+                (
+                    String::from("count"),
+                    String::from("Optional. From 0 to 255.")
+                ),
+            ]
+        );
     }
 
     #[allow(dead_code)]
