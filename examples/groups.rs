@@ -12,12 +12,52 @@
 //! `found`; `ticket-stats` is in the `default` group (a request that names
 //! no group gets it) and `ops`.
 
+//!
+//! `search-tickets` also shows what an LLM may send: `"limit": "5"`,
+//! `"status": "Open"` or `"tags": "billing"` are taken as `5`, `open` and
+//! `["billing"]`, and `"limit": 500` is refused, since the descriptors say
+//! "From 1 to 50".
+
+use schemars::JsonSchema;
+use serde::Deserialize;
 use tool_service::tool_service;
 
+/// A ticket's status.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Waiting for an answer.
+    Open,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Closed,
+}
+
+/// What to search the tickets for.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TicketSearch {
+    /// What to look for in the tickets.
+    pub query: String,
+    /// How many tickets to list.
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: u32,
+    /// Only tickets with this status.
+    pub status: Option<Status>,
+    /// Only tickets with all these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Match whole words only.
+    #[serde(default)]
+    pub exact: bool,
+}
+
+fn ten() -> u32 {
+    10
+}
+
 /// Search the support tickets.
-///
-/// # Arguments
-/// * `query` - What to look for in the tickets.
 #[tool_service(
     topic = "ticket-search",
     tool(
@@ -27,8 +67,17 @@ use tool_service::tool_service;
         applicable_states = ["undefined", "found"]
     )
 )]
-pub async fn search_tickets(query: String) -> String {
-    format!("ticket 42 matches `{query}`")
+pub async fn search_tickets(#[args] search: TicketSearch) -> String {
+    let TicketSearch {
+        query,
+        limit,
+        status,
+        tags,
+        exact,
+    } = search;
+    format!(
+        "up to {limit} tickets match `{query}` (status {status:?}, tags {tags:?}, exact {exact})"
+    )
 }
 
 /// Close a ticket found before.
