@@ -108,6 +108,57 @@ pub async fn through_dispatch(
     frames[0].encode()
 }
 
+/// Search the tickets: typed arguments with bounds, an enum and a list.
+#[tool_service(topic = "bench-search")]
+pub async fn search(#[args] args: SearchArgs) -> String {
+    format!(
+        "{} {} {:?} {:?}",
+        args.query, args.limit, args.status, args.tags
+    )
+}
+
+/// A ticket's status.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Waiting.
+    Open,
+    /// Done.
+    Closed,
+}
+
+/// The search tool's arguments.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// How many tickets.
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: u32,
+    /// Only tickets with this status.
+    pub status: Option<Status>,
+    /// Only tickets with these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A search request as typed as its arguments.
+pub const SEARCH_REQUEST: &[u8] =
+    br#"{"config": "{}", "arguments": "{\"query\": \"vpn\", \"limit\": 5, \"status\": \"open\", \"tags\": [\"billing\"]}"}"#;
+
+/// The same search as an LLM often writes it: a number as text, a variant
+/// in another case, one tag for the list.
+pub const SEARCH_REQUEST_LOOSE: &[u8] =
+    br#"{"config": "{}", "arguments": "{\"query\": \"vpn\", \"limit\": \"5\", \"status\": \"Open\", \"tags\": \"billing\"}"}"#;
+
+/// The registered search service.
+pub fn search_service() -> tool_service::Service {
+    tool_service::Registry::collect()
+        .expect("a valid registry")
+        .service("bench-search-service")
+        .expect("the bench library registers bench-search-service")
+}
+
 /// The joke tool's config.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct JokeConfig {

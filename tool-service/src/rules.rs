@@ -102,6 +102,16 @@ pub(crate) struct Violation {
 }
 
 impl Violation {
+    /// This violation, found in the field `name` (or the item `[n]`) of the
+    /// value it was found in.
+    fn within(mut self, segment: &str) -> Self {
+        self.path = match (self.path.is_empty(), self.path.starts_with('[')) {
+            (true, _) | (false, true) => format!("{segment}{}", self.path),
+            (false, false) => format!("{segment}.{}", self.path),
+        };
+        self
+    }
+
     /// The sentence for the model, quoting at most `keep` characters of a
     /// text value (none: withheld).
     pub(crate) fn message(&self) -> String {
@@ -155,15 +165,13 @@ impl Rules {
     /// The first value that breaks a bound (or is not a variant); `None`
     /// when every value keeps the rules.
     pub(crate) fn check(&self, value: &Value) -> Option<Violation> {
-        let mut path = String::new();
-        self.check_at(ROOT, value, &mut path, 0, false)
+        self.check_at(ROOT, value, 0, false)
     }
 
     /// Why `value` does not decode, as far as the rules can tell: the first
     /// value of the wrong kind, a missing argument, or a broken bound.
     pub(crate) fn diagnose(&self, value: &Value) -> Option<Violation> {
-        let mut path = String::new();
-        self.check_at(ROOT, value, &mut path, 0, true)
+        self.check_at(ROOT, value, 0, true)
     }
 
     fn coerce_at(&self, index: usize, value: &mut Value, depth: usize) -> bool {
@@ -263,12 +271,12 @@ impl Rules {
     }
 
     /// `kinds`: also report values of the wrong kind and missing arguments
-    /// (what the type refused), not only broken bounds.
+    /// (what the type refused), not only broken bounds. A violation's path
+    /// is relative to `value`, and made only when there is one.
     fn check_at(
         &self,
         index: usize,
         value: &Value,
-        path: &mut String,
         depth: usize,
         kinds: bool,
     ) -> Option<Violation> {
@@ -278,9 +286,9 @@ impl Rules {
         let node = &self.nodes[index];
         if value.is_null() {
             return (kinds && !node.nullable && !matches!(node.kind, Kind::Any))
-                .then(|| self.violation(index, path, Some(value)));
+                .then(|| self.violation(index, Some(value)));
         }
-        let broken = || Some(self.violation(index, path, Some(value)));
+        let broken = || Some(self.violation(index, Some(value)));
         let bounds = &node.bounds;
         match (&node.kind, value) {
             (Kind::Any, _) => None,
@@ -292,7 +300,7 @@ impl Rules {
                         .is_some_and(|value| value < min || value > max)
                 }) {
                     return Some(Violation {
-                        path: path.clone(),
+                        path: String::new(),
                         expected: format!("an integer from {} to {}", figure(min), figure(max)),
                         got: Some(described(value)),
                     });
@@ -314,19 +322,13 @@ impl Rules {
                     return broken();
                 }
                 let items = (*items)?;
-                let len = path.len();
-                for (at, item) in values.iter().enumerate() {
-                    let _ = write!(path, "[{at}]");
-                    let found = self.check_at(items, item, path, depth + 1, kinds);
-                    path.truncate(len);
-                    if found.is_some() {
-                        return found;
-                    }
-                }
-                None
+                values.iter().enumerate().find_map(|(at, item)| {
+                    let found = self.check_at(items, item, depth + 1, kinds)?;
+                    Some(found.within(&format!("[{at}]")))
+                })
             }
             (Kind::Object { properties }, Value::Object(object)) => {
-                self.check_object(properties, object, path, depth, kinds)
+                self.check_object(properties, object, depth, kinds)
             }
             _ if kinds => broken(),
             _ => None,
@@ -337,34 +339,22 @@ impl Rules {
         &self,
         properties: &[Property],
         object: &Map<String, Value>,
-        path: &mut String,
         depth: usize,
         kinds: bool,
     ) -> Option<Violation> {
-        let len = path.len();
-        for property in properties {
-            if !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(&property.name);
+        properties.iter().find_map(|property| {
             let found = match object.get(&property.name) {
-                Some(field) => self.check_at(property.node, field, path, depth + 1, kinds),
-                None if kinds && property.required => {
-                    Some(self.violation(property.node, path, None))
-                }
+                Some(field) => self.check_at(property.node, field, depth + 1, kinds),
+                None if kinds && property.required => Some(self.violation(property.node, None)),
                 None => None,
-            };
-            path.truncate(len);
-            if found.is_some() {
-                return found;
-            }
-        }
-        None
+            }?;
+            Some(found.within(&property.name))
+        })
     }
 
-    fn violation(&self, index: usize, path: &str, got: Option<&Value>) -> Violation {
+    fn violation(&self, index: usize, got: Option<&Value>) -> Violation {
         Violation {
-            path: path.to_owned(),
+            path: String::new(),
             expected: self.expected(index),
             got: got.map(described),
         }

@@ -119,11 +119,25 @@ fn main() {
         println!("{bytes}");
         return;
     }
-    let service = tool_service_bench::joke_service();
+    // `--search`: a typed search with bounds; `--search-loose`: the same
+    // as an LLM writes it, coerced.
+    let (service, request) = if std::env::args().any(|arg| arg == "--search") {
+        (
+            tool_service_bench::search_service(),
+            tool_service_bench::SEARCH_REQUEST,
+        )
+    } else if std::env::args().any(|arg| arg == "--search-loose") {
+        (
+            tool_service_bench::search_service(),
+            tool_service_bench::SEARCH_REQUEST_LOOSE,
+        )
+    } else {
+        (tool_service_bench::joke_service(), JOKE_REQUEST)
+    };
     for _ in 0..iterations {
         let payload = runtime.block_on(through_dispatch(
             service,
-            std::hint::black_box(JOKE_REQUEST),
+            std::hint::black_box(request),
             &mut frames,
         ));
         bytes += payload.len();
