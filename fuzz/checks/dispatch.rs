@@ -15,6 +15,13 @@
 //! * there is at least one frame, the last one has `end_of_stream: true` and
 //!   no other does; a non-streaming service sends exactly one frame;
 //! * every frame encodes to JSON that parses back to the same frame;
+//! * tolerant decoding agrees with a reference model written from the
+//!   README's table: `repeat`'s arguments are answered exactly when the
+//!   model takes them (`times` from an integer, an integral float or
+//!   numeric text, within `u32`), with the text the model computes;
+//! * what the strict twin of `search` answers, `search` answers alike
+//!   (tolerance only adds), and `search` never hands its handler a `limit`
+//!   outside the bounds its schema states;
 //! * an error has a known `type`; an `invalid-request`, `invalid-config` or
 //!   `invalid-arguments` error has a message of at most `MAX_MESSAGE`
 //!   characters (values quoted by serde are withheld or shortened) and, for a
@@ -99,6 +106,7 @@ struct SearchArgs {
     /// Optional tags.
     tags: Option<Vec<String>>,
     /// Most results.
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<u16>,
     /// An optional query tree.
     tree: Option<Node>,
@@ -128,6 +136,29 @@ async fn search(
     #[config] config: &SearchConfig,
     #[args] args: SearchArgs,
 ) -> Result<String, ToolError> {
+    search_text(config, &args)
+}
+
+/// (b') `search`, strict: the arguments only as their types say.
+#[tool_service(
+    topic = "fuzz-search-strict",
+    strict,
+    tool(name = "fuzz-search-strict", config(collection = "docs"))
+)]
+async fn search_strict(
+    #[config] config: &SearchConfig,
+    #[args] args: SearchArgs,
+) -> Result<String, ToolError> {
+    search_text(config, &args)
+}
+
+fn search_text(config: &SearchConfig, args: &SearchArgs) -> Result<String, ToolError> {
+    if args.limit.is_some_and(|limit| !(1..=500).contains(&limit)) {
+        return Err(ToolError::with_type(
+            "bound-not-enforced",
+            "the handler got a limit outside 1 to 500",
+        ));
+    }
     if config.collection.is_empty() {
         return Err(ToolError::with_type(
             "not-found",
@@ -234,6 +265,8 @@ struct Harness {
     runtime: tokio::runtime::Runtime,
     /// (service, streaming, the config its tool usually sends)
     services: [(Service, bool, &'static str); 4],
+    /// The strict twin of `search`.
+    search_strict: Service,
     print: bool,
 }
 
@@ -256,6 +289,7 @@ fn harness() -> &'static Harness {
                 (service("fuzz-stream-service"), true, "{}"),
                 (service("fuzz-json-service"), false, "{}"),
             ],
+            search_strict: service("fuzz-search-strict-service"),
             print: flag("TOOL_SERVICE_FUZZ_PRINT"),
         }
     })
@@ -339,6 +373,8 @@ pub fn check(data: &[u8]) {
     let harness = harness();
     let (service, streaming, usual_config) = harness.services[usize::from(selector & 0b11)];
     let wrapped;
+    // The arguments sent with the usual config, in wrapped mode.
+    let mut usual_arguments = None;
     let payload: &[u8] = if selector & 0b100 == 0 {
         rest
     } else {
@@ -347,10 +383,11 @@ pub fn check(data: &[u8]) {
                 String::from_utf8_lossy(&rest[..at]).into_owned(),
                 String::from_utf8_lossy(&rest[at + 1..]).into_owned(),
             ),
-            None => (
-                String::from_utf8_lossy(rest).into_owned(),
-                usual_config.to_owned(),
-            ),
+            None => {
+                let arguments = String::from_utf8_lossy(rest).into_owned();
+                usual_arguments = Some(arguments.clone());
+                (arguments, usual_config.to_owned())
+            }
         };
         let request = Request {
             user: (selector & 0b1000 != 0).then(|| String::from("fuzzer")),
@@ -360,6 +397,33 @@ pub fn check(data: &[u8]) {
         wrapped = request.encode();
         &wrapped
     };
+    let (ok, frames) = run(harness, service, payload);
+    check_frames(payload, streaming, ok, &frames);
+    if service.id() == "fuzz-search-service" {
+        let (strict_ok, strict_frames) = run(harness, harness.search_strict, payload);
+        check_frames(payload, streaming, strict_ok, &strict_frames);
+        if strict_ok {
+            assert_eq!(
+                frames, strict_frames,
+                "tolerance changed what the strict decoding answered"
+            );
+        }
+    }
+    if let (Some(arguments), "fuzz-repeat-service") = (usual_arguments, service.id()) {
+        let expected = reference_repeat(&arguments);
+        let answered = frames.last().and_then(|frame| match &frame.error {
+            None => Some(frame.response.clone()),
+            Some(_) => None,
+        });
+        assert_eq!(
+            answered, expected,
+            "the decoding and the reference model disagree on {arguments:.300}"
+        );
+    }
+}
+
+/// Dispatches `payload` to `service`: whether it succeeded, and its frames.
+fn run(harness: &Harness, service: Service, payload: &[u8]) -> (bool, Vec<Frame>) {
     let mut frames: Vec<Frame> = Vec::new();
     let ok = harness.runtime.block_on(async {
         match dispatch::dispatch(service, "fuzz-request", payload, &mut frames).await {
@@ -373,5 +437,43 @@ pub fn check(data: &[u8]) {
             eprintln!("  {:.500}", String::from_utf8_lossy(&frame.encode()));
         }
     }
-    check_frames(payload, streaming, ok, &frames);
+    (ok, frames)
+}
+
+/// What `repeat` (config `{"prefix": ">"}`) answers to `arguments`, by the
+/// README's table: `word` a JSON string; `times` missing, `null`, or a
+/// whole number within `u32` written as an integer, a float or (trimmed)
+/// text; other arguments ignored. `None`: refused.
+fn reference_repeat(arguments: &str) -> Option<String> {
+    use serde_json::Value;
+    if !arguments.trim_start().starts_with('{') {
+        return None;
+    }
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(arguments) else {
+        return None;
+    };
+    let Some(Value::String(word)) = object.get("word") else {
+        return None;
+    };
+    let whole = |float: f64| {
+        (float.is_finite() && float.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&float))
+            .then_some(float as u32)
+    };
+    let times = match object.get("times") {
+        None | Some(Value::Null) => 1,
+        Some(Value::Number(number)) => match number.as_u64() {
+            Some(integer) => u32::try_from(integer).ok()?,
+            None if number.is_i64() => return None,
+            None => whole(number.as_f64()?)?,
+        },
+        Some(Value::String(text)) => {
+            let text = text.trim();
+            match text.parse::<i128>() {
+                Ok(integer) => u32::try_from(integer).ok()?,
+                Err(_) => whole(text.parse::<f64>().ok()?)?,
+            }
+        }
+        Some(_) => return None,
+    };
+    Some(format!(">{}", word.repeat(times.min(4) as usize)))
 }

@@ -48,6 +48,9 @@ enum Kind {
     },
     /// One of these strings (a unit-only enum).
     Variants(Vec<String>),
+    /// An enum with these unit variants and others that carry data: a
+    /// string is coerced to a unit variant, nothing is checked.
+    Mixed(Vec<String>),
 }
 
 #[derive(Debug)]
@@ -255,7 +258,7 @@ impl Rules {
                 }
                 changed
             }
-            Kind::Variants(variants) => match value {
+            Kind::Variants(variants) | Kind::Mixed(variants) => match value {
                 Value::String(text) if !variants.iter().any(|variant| variant == text) => {
                     match unique_variant(variants, text) {
                         Some(variant) => {
@@ -291,7 +294,7 @@ impl Rules {
         let broken = || Some(self.violation(index, Some(value)));
         let bounds = &node.bounds;
         match (&node.kind, value) {
-            (Kind::Any, _) => None,
+            (Kind::Any | Kind::Mixed(_), _) => None,
             (Kind::Boolean, Value::Bool(_)) => None,
             (Kind::Integer, Value::Number(number)) if is_integer(number) => {
                 if let Some((min, max)) = bounds.width.filter(|&(min, max)| {
@@ -365,7 +368,7 @@ impl Rules {
         let node = &self.nodes[index];
         let bounds = &node.bounds;
         match &node.kind {
-            Kind::Any => String::from("a value of another form"),
+            Kind::Any | Kind::Mixed(_) => String::from("a value of another form"),
             Kind::Boolean => String::from("true or false"),
             Kind::Integer => format!("an integer{}", range(bounds)),
             Kind::Number => format!("a number{}", range(bounds)),
@@ -479,6 +482,15 @@ impl<'a> Compiler<'a> {
             if let ([one], false) = (others.as_slice(), nulls.is_empty()) {
                 self.fill(index, one, depth + 1);
                 self.nodes[index].nullable = true;
+                return;
+            }
+            let units: Vec<String> = others
+                .iter()
+                .filter_map(|alternative| alternative.get("const")?.as_str().map(str::to_owned))
+                .collect();
+            if !units.is_empty() {
+                self.nodes[index].kind = Kind::Mixed(units);
+                self.nodes[index].nullable = !nulls.is_empty();
             }
             return;
         }
@@ -1052,6 +1064,15 @@ mod tests {
             rules.check(&value).map(|v| v.message()).as_deref(),
             Some("`children[0].children[0].depth` must be an integer of at most 3; got 9")
         );
+        // An enum with unit and data variants: a unit variant's name is
+        // coerced, nothing is checked.
+        let rules = Rules::compile(&json!({"oneOf": [
+            {"type": "string", "const": "fast"},
+            {"type": "object", "properties": {"deep": {"type": "integer"}}, "required": ["deep"]},
+        ]}));
+        assert_eq!(coerced(&rules, json!("FAST")), json!("fast"));
+        assert_eq!(coerced(&rules, json!({"deep": 1})), json!({"deep": 1}));
+        assert_eq!(rules.diagnose(&json!("slow")), None);
         let rules = Rules::compile(&json!({"oneOf": [{"type": "object"}, {"type": "string"}]}));
         let mut value = json!("x");
         assert!(!rules.coerce(&mut value));
