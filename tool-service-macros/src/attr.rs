@@ -230,11 +230,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
             }
         } else if path.is_ident("strict") {
             if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
-                let value: TokenStream = meta.input.parse()?;
                 errors.spanned(
-                    &value,
+                    &path,
                     "`strict` takes no value: write `strict` to decode the arguments exactly as their types say",
                 );
+                skip_value(&meta)?;
             }
             set_once(&mut attr.strict, path, &meta.path, errors);
         } else if path.is_ident("crate") {

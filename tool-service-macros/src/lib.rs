@@ -136,7 +136,8 @@ use proc_macro::TokenStream;
 /// request, and an error names the argument, the rule and what was given:
 /// `` invalid arguments: `limit` must be an integer from 1 to 50; got 500 ``.
 /// With `strict`, the arguments decode only as their types say; bounds are
-/// still checked. Config values are written by people, not by the LLM: they
+/// still checked. One field of an `#[args]` struct opts out with
+/// `#[schemars(extend("x-tool-service-strict" = true))]`. Config values are written by people, not by the LLM: they
 /// always decode strictly.
 ///
 /// # Return types

@@ -482,11 +482,15 @@ mod what_llms_send {
         /// A ticket code.
         #[schemars(regex(pattern = r"^[A-Z]{3}-\d+$"))]
         code: Option<String>,
+        /// An account number, which must arrive as a number.
+        #[schemars(extend("x-tool-service-strict" = true))]
+        account: Option<u64>,
     }
 
     /// Searches.
     #[crate::tool_service(topic = "decode-tests-search")]
     async fn search(#[args] search: Search) -> String {
+        let _account = search.account;
         format!(
             "{} {:?} {:?} {:?} {:?}",
             search.limit, search.exact, search.tags, search.mode, search.code
@@ -574,6 +578,20 @@ mod what_llms_send {
                 .await
                 .as_deref(),
             Ok("5 None None None Some(\"ABC-12\")")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_strict_argument_is_not_coerced() {
+        assert!(call("search", json!({"limit": 5, "account": 7}))
+            .await
+            .is_ok());
+        let error = call("search", json!({"limit": "5", "account": "7"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.message(),
+            "invalid arguments: `account` must be an integer; got the text \"7\""
         );
     }
 

@@ -23,11 +23,17 @@ pub(crate) struct Rules {
 /// The root node's index.
 const ROOT: usize = 0;
 
+/// The schema keyword that turns coercion off for one argument (and what
+/// it holds): `#[schemars(extend("x-tool-service-strict" = true))]`.
+pub(crate) const STRICT: &str = "x-tool-service-strict";
+
 #[derive(Debug, Default)]
 struct Node {
     kind: Kind,
     /// Whether `null` is a value of this schema.
     nullable: bool,
+    /// No coercion here or below ([`STRICT`]).
+    strict: bool,
     bounds: Bounds,
 }
 
@@ -182,6 +188,9 @@ impl Rules {
             return false;
         }
         let node = &self.nodes[index];
+        if node.strict {
+            return false;
+        }
         match &node.kind {
             Kind::Any => false,
             Kind::Boolean => match value {
@@ -457,6 +466,9 @@ impl<'a> Compiler<'a> {
         let Some(object) = schema.as_object() else {
             return;
         };
+        if object.get(STRICT) == Some(&Value::Bool(true)) {
+            self.nodes[index].strict = true;
+        }
         // A `$ref` beside other keywords: the target's rules.
         if let Some(target) = object
             .get("$ref")
@@ -1042,6 +1054,22 @@ mod tests {
         assert!(
             message.ends_with(&format!("got the text \"{}…\"", "x".repeat(40))),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn one_argument_can_be_strict() {
+        let rules = Rules::compile(&json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer", STRICT: true},
+                "count": {"type": "integer"},
+                "ids": {"type": "array", "items": {"type": "integer"}, STRICT: true},
+            },
+        }));
+        assert_eq!(
+            coerced(&rules, json!({"id": "7", "count": "7", "ids": "7"})),
+            json!({"id": "7", "count": 7, "ids": "7"})
         );
     }
 

@@ -567,9 +567,14 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             return None;
         }
         self.metrics.send_failed();
-        answer.span.in_scope(
-            || tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response"),
-        );
+        let hint = operator_hint(&cause);
+        answer.span.in_scope(|| {
+            if hint.is_empty() {
+                tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response")
+            } else {
+                tracing::error!(cause = %Untrusted::text(&cause), hint, "cannot send the response")
+            }
+        });
         answer.timing = None;
         answer.frame = send_failed_notice(&cause);
         Some(answer)
@@ -658,17 +663,23 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
 }
 
 /// The error frame that ends a response whose frame could not be
-/// published: what went wrong, and what to change.
+/// published, for the caller: what went wrong. What the operator may change
+/// goes to the log ([`operator_hint`]).
 fn send_failed_notice(cause: &str) -> Frame {
-    let hint = if cause.contains("maximum message size") {
-        "; if a topic policy sets a lower maxMessageSize than the broker, give it to serve with --max-message-size"
-    } else {
-        ""
-    };
     Frame::last(Err(ToolError::with_type(
         ToolError::SEND_FAILED,
-        format!("the tool's response could not be published: {cause}{hint}"),
+        format!("the tool's response could not be published: {cause}"),
     )))
+}
+
+/// What the operator may change when a response could not be published
+/// for `cause`; empty when there is nothing to say.
+fn operator_hint(cause: &str) -> &'static str {
+    if cause.contains("maximum message size") {
+        "if a topic policy sets a lower maxMessageSize than the broker, give serve that limit (ServeOptions::max_message_size, serve --max-message-size)"
+    } else {
+        ""
+    }
 }
 
 /// Logs what a request carries (only with `log_payloads`).
