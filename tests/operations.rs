@@ -10,6 +10,10 @@ use serde_json::json;
 use support::{free_port, scrape, Replica};
 use tool_service::client::CallError;
 
+/// Held by the tests that serve the echo example's `echo` service: on one
+/// Shared subscription, a request may go to another test's replica.
+static ECHO_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
@@ -189,16 +193,18 @@ const TOKEN: &str = "token-secret-77f2";
 /// Serves echo at debug level, sends values that must stay private (a good
 /// request, a bad one, a panic-free error), and returns every log line.
 async fn logs_of_a_run(extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        "--only",
-        "echo-service",
-        "--log-level",
-        "debug",
-        "--pulsar-api-key",
-        TOKEN,
-    ];
+    let mut args = vec!["--log-level", "debug"];
     args.extend_from_slice(extra);
-    let replica = Replica::start("echo", &args);
+    logs_with(&args, &[], " ready").await
+}
+
+/// [`logs_of_a_run`] with `extra` arguments and `env`, ready when a line
+/// holds `ready`.
+async fn logs_with(extra: &[&str], env: &[(&str, &str)], ready: &str) -> Vec<String> {
+    let mut args = vec!["--only", "echo-service", "--pulsar-api-key", TOKEN];
+    args.extend_from_slice(extra);
+    let replica = Replica::spawn_with_env(&support::require_broker(), "echo", &args, env);
+    replica.wait_for_log(ready, Duration::from_secs(60));
     let echo = support::client("non-persistent", "echo").await;
     let config = json!({"api_key": SECRET_CONFIG});
     assert_eq!(
@@ -221,6 +227,7 @@ async fn logs_of_a_run(extra: &[&str]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
+    let _topic = ECHO_TOPIC.lock().await;
     let lines = logs_of_a_run(&[]).await;
     let all = lines.join("\n");
     for secret in [SECRET_CONFIG, SECRET_ARGUMENT, TOKEN] {
@@ -242,4 +249,52 @@ async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
     assert!(all.contains(SECRET_CONFIG), "{all}");
     assert!(all.contains(SECRET_ARGUMENT), "{all}");
     assert!(!all.contains(TOKEN), "the token was logged:\n{all}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_parse_and_rust_log_takes_the_place_of_log_level() {
+    // Serialized with the test above by the echo topic: each run is one
+    // replica, and the runs of one test follow each other.
+    let _topic = ECHO_TOPIC.lock().await;
+    let lines = logs_with(
+        &["--log-level", "debug", "--log-format", "json"],
+        &[],
+        r#""message":"ready""#,
+    )
+    .await;
+    let objects: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|error| panic!("not JSON ({error}): {line}"))
+        })
+        .collect();
+    for object in &objects {
+        for field in ["timestamp", "level", "target", "message"] {
+            assert!(object.get(field).is_some(), "no {field}: {object}");
+        }
+    }
+    let answered = objects
+        .iter()
+        .find(|object| object["message"] == "answered")
+        .unwrap_or_else(|| panic!("no answered line: {lines:#?}"));
+    let request = answered["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().find(|span| span["name"] == "request"))
+        .unwrap_or_else(|| panic!("the request span is missing: {answered}"));
+    assert_eq!(request["service"], "echo-service", "{answered}");
+    assert!(request["request_id"].is_string(), "{answered}");
+    let all = lines.join("\n");
+    for secret in [SECRET_CONFIG, SECRET_ARGUMENT, TOKEN] {
+        assert!(!all.contains(secret), "{secret} was logged:\n{all}");
+    }
+
+    // RUST_LOG, EnvFilter syntax, in place of --log-level (info here).
+    let lines = logs_with(&[], &[("RUST_LOG", "info,tool_service=debug")], " ready").await;
+    let debug = |line: &String| line.contains(" DEBUG ") && line.contains(": answered");
+    assert!(lines.iter().any(debug), "{lines:#?}");
+    let lines = logs_with(&[], &[], " ready").await;
+    assert!(
+        !lines.iter().any(debug),
+        "debug lines at --log-level info: {lines:#?}"
+    );
 }

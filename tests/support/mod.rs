@@ -178,6 +178,8 @@ impl Replica {
     /// [`Self::spawn_at`] with extra environment variables.
     pub fn spawn_with_env(url: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(example(name))
+            // The test's own RUST_LOG would take the place of --log-level.
+            .env_remove("RUST_LOG")
             .envs(env.iter().copied())
             .arg("serve")
             .args(["--pulsar-host", url])

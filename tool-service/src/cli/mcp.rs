@@ -71,9 +71,8 @@ pub(crate) struct McpArgs {
     /// Seconds calls in flight may take to finish after SIGINT/SIGTERM.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     grace_period: u64,
-    /// The most verbose log level shown (on standard error).
-    #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
-    log_level: String,
+    #[command(flatten)]
+    log: super::LogArgs,
 }
 
 /// What `mcp` runs, checked before any hook.
@@ -113,7 +112,7 @@ pub(super) fn prepare(
     registry: &Registry,
     meta: Option<Meta>,
 ) -> Result<McpRun, BoxError> {
-    super::init_logging(&args.log_level)?;
+    super::init_logging(&args.log)?;
     for id in args
         .only
         .iter()

@@ -241,32 +241,75 @@ fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
     }
 }
 
-/// Logs to standard error (standard output is the commands' own, and the
-/// MCP protocol's on stdio), up to `level`.
+/// How the commands that run handlers (`serve`, `mcp`) log, on standard
+/// error (standard output is the commands' own, and the MCP protocol's on
+/// stdio).
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn init_logging(level: &str) -> Result<(), BoxError> {
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct LogArgs {
+    /// The most verbose log level shown. `RUST_LOG`, when set, takes its
+    /// place (EnvFilter syntax, e.g. `info,tool_service=debug`).
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    log_level: String,
+    /// How log lines are written: `text` for people, `json` for a log
+    /// stack (one object per line: timestamp, level, target, message and
+    /// the fields of the spans it is in, such as the service and the
+    /// request id).
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+}
+
+/// Installs the log subscriber `args` describe.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::Layer;
+    use tracing_subscriber::{EnvFilter, Layer};
 
-    let level: tracing::Level = level.parse()?;
-    // The MCP SDK's own lines (each session's client, each notification)
-    // only when debugging; its warnings always. (More verbose levels are
-    // greater.)
-    let sdk = if level >= tracing::Level::DEBUG {
-        level
-    } else {
-        level.min(tracing::Level::WARN)
+    let level: tracing::Level = args.log_level.parse()?;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::builder()
+            .with_default_directive(level.into())
+            .parse(&directives)
+            .map_err(|error| format!("RUST_LOG={directives}: {error}"))?,
+        // The MCP SDK's own lines (each session's client, each
+        // notification) only when debugging; its warnings always.
+        _ => {
+            let sdk = if level >= tracing::Level::DEBUG {
+                level
+            } else {
+                level.min(tracing::Level::WARN)
+            };
+            EnvFilter::default()
+                .add_directive(level.into())
+                .add_directive(format!("rmcp={sdk}").parse()?)
+        }
     };
-    let targets = tracing_subscriber::filter::Targets::new()
-        .with_default(level)
-        .with_target("rmcp", sdk);
-    let layer = tracing_subscriber::fmt::layer()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .with_filter(targets);
-    // A second binary-level subscriber (e.g. set by the user) wins; keep it.
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    let layer = if args.log_format == "json" {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+            .boxed()
+    };
+    if tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
+        .try_init()
+        .is_err()
+    {
+        // The application installed its own subscriber: it decides what is
+        // shown, and says so where its lines go.
+        tracing::info!(
+            "a tracing subscriber is already installed; --log-level, --log-format and RUST_LOG do not apply to it"
+        );
+    }
     Ok(())
 }
 

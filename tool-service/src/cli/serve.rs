@@ -111,9 +111,8 @@ pub(crate) struct ServeArgs {
     /// Config often holds credentials: use for debugging only.
     #[arg(long)]
     log_payloads: bool,
-    /// The most verbose log level shown.
-    #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
-    log_level: String,
+    #[command(flatten)]
+    log: super::LogArgs,
     /// Once subscribed, announce the services and their tools to
     /// TrustGraph's config service (as the `announce` command does),
     /// retrying with backoff while it does not answer.
@@ -169,7 +168,7 @@ pub(super) struct ServeRun {
 /// The options `serve` runs with, and the handler threads it asks for;
 /// logging is set up here, before any hook runs.
 pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<ServeRun, BoxError> {
-    super::init_logging(&args.log_level)?;
+    super::init_logging(&args.log)?;
     crate::broker::forward_client_logs();
     let mut options = ServeOptions::with_broker(args.broker.options()?);
     if args.announce {
