@@ -43,6 +43,8 @@ pub(super) struct Cli {
     pub(super) command: Option<Command>,
 }
 
+// Parsed once at start: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub(super) enum Command {
     /// Print the `tool-service` and `tool` descriptors as one JSON config tree.

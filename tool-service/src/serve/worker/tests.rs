@@ -408,6 +408,18 @@ impl Running {
     }
 }
 
+/// A worker of `service` with no state, room for 4 running and 4 waiting,
+/// and a grace period of 5 s.
+fn serving(service: &str, broker: &Broker) -> Running {
+    start(
+        service,
+        State::new(),
+        limits(4, 4),
+        broker,
+        Duration::from_secs(5),
+    )
+}
+
 fn held_state() -> (Arc<Held>, State) {
     let state = State::new().with(Held::default());
     (state.get::<Held>().unwrap(), state)
@@ -420,13 +432,7 @@ fn error_kind(frame: &Frame) -> Option<&str> {
 #[tokio::test(start_paused = true)]
 async fn a_request_is_acknowledged_only_once_the_broker_has_its_answer() {
     let broker = Broker::holding_receipts();
-    let running = start(
-        "worker-tests-echo-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-echo-service", &broker);
     running.deliver("a", r#"{"text":"hello"}"#);
     broker
         .until("answered", |b| !b.frames("a").is_empty())
@@ -455,13 +461,7 @@ async fn a_request_is_acknowledged_only_once_the_broker_has_its_answer() {
 #[tokio::test(start_paused = true)]
 async fn a_malformed_request_gets_an_error_for_its_id_and_the_next_one_is_served() {
     let broker = Broker::new();
-    let running = start(
-        "worker-tests-echo-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-echo-service", &broker);
     running.deliver_payload("bad", b"not json".to_vec());
     running.deliver("good", r#"{"text":"still here"}"#);
     broker
@@ -563,13 +563,7 @@ async fn a_refused_response_is_replaced_by_a_send_failed_notice_which_is_acknowl
     for outcome in [SendOutcome::RefusedAtOnce, SendOutcome::ReceiptFails] {
         let broker = Broker::new();
         broker.script([outcome]);
-        let running = start(
-            "worker-tests-echo-service",
-            State::new(),
-            limits(4, 4),
-            &broker,
-            Duration::from_secs(5),
-        );
+        let running = serving("worker-tests-echo-service", &broker);
         running.deliver("a", r#"{"text":"hello"}"#);
         broker
             .until("acknowledged", |b| b.settled("a", false).is_some())
@@ -597,13 +591,7 @@ async fn when_the_notice_fails_too_the_request_goes_back_after_the_return_delay(
     for outcome in [SendOutcome::RefusedAtOnce, SendOutcome::ReceiptFails] {
         let broker = Broker::new();
         broker.script([outcome, outcome]);
-        let running = start(
-            "worker-tests-echo-service",
-            State::new(),
-            limits(4, 4),
-            &broker,
-            Duration::from_secs(5),
-        );
+        let running = serving("worker-tests-echo-service", &broker);
         running.deliver("a", r#"{"text":"hello"}"#);
         broker
             .until("returned", |b| b.settled("a", true).is_some())
@@ -656,13 +644,7 @@ async fn a_returning_request_counts_against_the_concurrency_bound() {
 #[tokio::test(start_paused = true)]
 async fn a_streaming_answer_sends_its_chunks_in_order_then_its_last_frame() {
     let broker = Broker::new();
-    let running = start(
-        "worker-tests-count-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-count-service", &broker);
     running.deliver("s", "{}");
     broker
         .until("acknowledged", |b| b.settled("s", false).is_some())
@@ -688,13 +670,7 @@ async fn a_streaming_answer_sends_its_chunks_in_order_then_its_last_frame() {
 async fn a_streaming_answer_whose_chunk_is_refused_ends_with_the_notice() {
     let broker = Broker::new();
     broker.script([SendOutcome::Published, SendOutcome::ReceiptFails]);
-    let running = start(
-        "worker-tests-count-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-count-service", &broker);
     running.deliver("s", "{}");
     broker
         .until("acknowledged", |b| b.settled("s", false).is_some())
@@ -713,13 +689,7 @@ async fn a_streaming_answer_whose_chunk_is_refused_ends_with_the_notice() {
 #[tokio::test(start_paused = true)]
 async fn at_a_stop_running_requests_finish_within_the_grace_period() {
     let broker = Broker::new();
-    let running = start(
-        "worker-tests-slow-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-slow-service", &broker);
     running.deliver("a", r#"{"seconds":2}"#);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let stopping = VirtualInstant::now();
@@ -801,13 +771,7 @@ async fn at_a_stop_waiting_requests_are_refused_or_returned_by_topic_kind() {
 async fn a_lost_subscription_is_made_again_with_backoff_and_serving_goes_on() {
     let broker = Broker::new();
     broker.log.lock().unwrap().failing_resubscriptions = 2;
-    let running = start(
-        "worker-tests-echo-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-echo-service", &broker);
     running.fail(Fault::Garbled);
     running.fail(Fault::Lost);
     running.deliver("a", r#"{"text":"after"}"#);
@@ -835,13 +799,7 @@ async fn a_lost_subscription_is_made_again_with_backoff_and_serving_goes_on() {
 async fn a_stop_while_subscribing_again_ends_the_worker() {
     let broker = Broker::new();
     broker.log.lock().unwrap().failing_resubscriptions = usize::MAX;
-    let running = start(
-        "worker-tests-echo-service",
-        State::new(),
-        limits(4, 4),
-        &broker,
-        Duration::from_secs(5),
-    );
+    let running = serving("worker-tests-echo-service", &broker);
     running.fail(Fault::Lost);
     broker.until("retrying", |b| b.seen().len() >= 2).await;
     let report = running.stop().await;
