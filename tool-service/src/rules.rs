@@ -932,6 +932,10 @@ mod tests {
             json!({"limit": -7})
         );
         assert_eq!(
+            coerced(&rules, json!({"limit": "5.0"})),
+            json!({"limit": 5})
+        );
+        assert_eq!(
             coerced(&rules, json!({"limit": "18446744073709551615"})),
             json!({"limit": u64::MAX})
         );
