@@ -14,6 +14,9 @@ use tool_service::client::CallError;
 /// Shared subscription, a request may go to another test's replica.
 static ECHO_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The same for the `wait` service.
+static WAIT_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
@@ -25,6 +28,7 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_invocations_errors_latency_and_in_flight() {
+    let _topic = WAIT_TOPIC.lock().await;
     let port = free_port();
     let port_text = port.to_string();
     // wait-service's attribute sets a 2 s timeout.
@@ -297,4 +301,68 @@ async fn json_logs_parse_and_rust_log_takes_the_place_of_log_level() {
         !lines.iter().any(debug),
         "debug lines at --log-level info: {lines:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_follows_the_start_and_the_drain_and_livez_answers_throughout() {
+    // While the broker cannot be reached: alive, not ready, and why.
+    let port = free_port();
+    let port_text = port.to_string();
+    let mut unreachable = Replica::spawn_at(
+        "pulsar://127.0.0.1:9",
+        "echo",
+        &["--only", "wait-service", "--metrics-port", &port_text],
+    );
+    let mut probes = (String::new(), String::new());
+    support::wait_until("the probes answer", Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+    for path in ["/livez", "/healthz"] {
+        assert_eq!(support::get(port, path).0, "HTTP/1.1 200 OK", "{path}");
+    }
+    let (status, body) = support::get(port, "/readyz");
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+    assert_eq!(body, "no service subscribed yet\n");
+    unreachable.signal("KILL");
+    let _ = unreachable.child.wait();
+
+    // On the broker: ready once subscribed; not ready from SIGTERM on,
+    // while the request in flight is still answered.
+    let _topic = WAIT_TOPIC.lock().await;
+    let port = free_port();
+    let port_text = port.to_string();
+    let replica = Replica::start(
+        "echo",
+        &["--only", "wait-service", "--metrics-port", &port_text],
+    );
+    assert_eq!(
+        support::get(port, "/readyz"),
+        ("HTTP/1.1 200 OK".to_owned(), "ready\n".to_owned())
+    );
+    let wait = support::client("non-persistent", "wait").await;
+    let (no_config, slow) = (json!({}), json!({"ms": 1500}));
+    let call = wait.call(&no_config, &slow);
+    let drain = async {
+        support::wait_until("the request in flight", Duration::from_secs(30), || {
+            scrape(port)
+                .1
+                .lines()
+                .any(|line| line == r#"tg_tool_service_in_flight{processor="wait-service"} 1"#)
+        })
+        .await;
+        replica.signal("TERM");
+        support::wait_until("not ready", Duration::from_secs(10), || {
+            probes = support::get(port, "/readyz");
+            probes.0 != "HTTP/1.1 200 OK"
+        })
+        .await;
+        assert_eq!(support::get(port, "/livez").0, "HTTP/1.1 200 OK");
+    };
+    let (answer, ()) = tokio::join!(call, drain);
+    assert_eq!(answer.unwrap(), "waited 1500 ms");
+    assert_eq!(probes.0, "HTTP/1.1 503 Service Unavailable");
+    assert!(probes.1.starts_with("shutting down\n"), "{probes:?}");
+    let (status, lines) = replica.wait_exit();
+    assert!(status.success(), "{lines:#?}");
 }

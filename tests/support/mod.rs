@@ -432,10 +432,15 @@ pub async fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -
 
 /// `GET /metrics` on the local `port`: the status line and the body.
 pub fn scrape(port: u16) -> (String, String) {
+    get(port, "/metrics")
+}
+
+/// `GET path` on the local `port`: the status line and the body.
+pub fn get(port: u16, path: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics port");
     stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
         .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();

@@ -74,6 +74,8 @@ const BUCKETS: [f64; 16] = [
 #[derive(Debug, Default)]
 pub struct Metrics {
     services: Mutex<Vec<Arc<ServiceMetrics>>>,
+    /// Set when shutdown begins: not ready any more.
+    draining: AtomicBool,
 }
 
 impl Metrics {
@@ -113,6 +115,56 @@ impl Metrics {
         let created = Arc::new(ServiceMetrics::new(id, transport));
         services.push(Arc::clone(&created));
         created
+    }
+
+    /// Marks the process as shutting down: [`Self::readiness`] fails from
+    /// now on (`serve` calls it when SIGINT or SIGTERM starts the drain).
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the process is ready for requests, as `GET /readyz` says:
+    /// at least one service is served on Pulsar, every one of them is
+    /// subscribed (its consumer `running`), and shutdown has not begun.
+    /// Otherwise the conditions that fail, one per line.
+    ///
+    /// ```
+    /// let metrics = tool_service::metrics::Metrics::new();
+    /// assert!(metrics.readiness().is_err());
+    /// let joke = metrics.service("joke-service");
+    /// assert_eq!(metrics.readiness().unwrap_err(), "not subscribed: joke-service\n");
+    /// joke.set_running(true);
+    /// assert!(metrics.readiness().is_ok());
+    /// metrics.set_draining();
+    /// assert_eq!(metrics.readiness().unwrap_err(), "shutting down\n");
+    /// ```
+    ///
+    /// # Errors
+    /// The failing conditions, as text for a probe's body.
+    pub fn readiness(&self) -> Result<(), String> {
+        let mut failing = String::new();
+        if self.draining.load(Ordering::Relaxed) {
+            failing.push_str("shutting down\n");
+        }
+        let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut served = 0;
+        for service in services
+            .iter()
+            .filter(|service| service.transport.is_none())
+        {
+            served += 1;
+            if !service.running.load(Ordering::Relaxed) {
+                let _ = writeln!(failing, "not subscribed: {}", service.processor);
+            }
+        }
+        if served == 0 && failing.is_empty() {
+            failing.push_str("no service subscribed yet\n");
+        }
+        if failing.is_empty() {
+            Ok(())
+        } else {
+            Err(failing)
+        }
     }
 
     /// Everything, in Prometheus' text exposition format (version 0.0.4).
@@ -417,7 +469,10 @@ impl Histogram {
 }
 
 /// Answers `GET /metrics` (and `GET /`) on `listener` with
-/// [`Metrics::render`] until the returned future is dropped.
+/// [`Metrics::render`] until the returned future is dropped; and the probes:
+/// `GET /livez` (and `/healthz`) with 200 while the process answers at all,
+/// `GET /readyz` with 200 when [`Metrics::readiness`] holds and 503 with
+/// the failing conditions otherwise.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -540,7 +595,21 @@ async fn answer(mut stream: TcpStream, metrics: &Metrics) {
         (Some(b"GET"), Some(b"/metrics" | b"/")) => {
             respond(&mut stream, "200 OK", &metrics.render()).await;
         }
-        (Some(b"GET"), _) => respond(&mut stream, "404 Not Found", "try /metrics\n").await,
+        (Some(b"GET"), Some(b"/livez" | b"/healthz")) => {
+            respond(&mut stream, "200 OK", "alive\n").await;
+        }
+        (Some(b"GET"), Some(b"/readyz")) => match metrics.readiness() {
+            Ok(()) => respond(&mut stream, "200 OK", "ready\n").await,
+            Err(failing) => respond(&mut stream, "503 Service Unavailable", &failing).await,
+        },
+        (Some(b"GET"), _) => {
+            respond(
+                &mut stream,
+                "404 Not Found",
+                "try /metrics, /livez or /readyz\n",
+            )
+            .await;
+        }
         _ => respond(&mut stream, "405 Method Not Allowed", "").await,
     }
 }

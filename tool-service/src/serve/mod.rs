@@ -383,10 +383,10 @@ impl Serving {
         let Self {
             workers,
             grace_period: grace,
+            metrics,
             metrics_endpoint: _metrics_endpoint,
             nodelay: _nodelay,
             announcing,
-            ..
         } = self;
         let (stop, stopped) = watch::channel(false);
         // The announcement is a task of its own: it may wait on the config
@@ -411,6 +411,9 @@ impl Serving {
         let reports = tokio::select! {
             reports = &mut collect => reports,
             _ = &mut shutdown => {
+                // Not ready from the first moment of the drain, so that
+                // a rollout sends no more requests here.
+                metrics.set_draining();
                 let _ = stop.send(true);
                 collect.await
             }

@@ -316,9 +316,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                         "the request stream ended; subscribing again"
                     ),
                 }
+                // Not subscribed, so not ready, until subscribed again.
+                self.metrics.set_running(false);
                 if !self.resubscribe(stopped).await {
                     return false;
                 }
+                self.metrics.set_running(true);
                 self.start_waiting().await;
             }
         }

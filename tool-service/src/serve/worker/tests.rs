@@ -337,6 +337,8 @@ impl Responses for FakeResponses {
 
 /// A worker on the in-memory broker, running.
 struct Running {
+    /// The metrics the worker reports to (its readiness among them).
+    metrics: Arc<crate::metrics::Metrics>,
     requests: mpsc::UnboundedSender<Result<Message, Fault>>,
     stop: watch::Sender<bool>,
     worker: tokio::task::JoinHandle<ServiceReport>,
@@ -358,11 +360,11 @@ fn start(service: &str, state: State, limits: Limits, broker: &Broker, grace: Du
         .service(service)
         .expect("a service of this module");
     let (requests, incoming) = mpsc::unbounded_channel();
-    let metrics = crate::metrics::Metrics::new().service(service.id());
+    let all = Arc::new(crate::metrics::Metrics::new());
     let worker = Worker::new(
         service,
         state,
-        metrics,
+        all.service(service.id()),
         limits,
         FakeRequests {
             incoming,
@@ -372,6 +374,7 @@ fn start(service: &str, state: State, limits: Limits, broker: &Broker, grace: Du
     );
     let (stop, stopped) = watch::channel(false);
     Running {
+        metrics: all,
         requests,
         stop,
         worker: tokio::spawn(worker.run(stopped, grace)),
@@ -800,8 +803,13 @@ async fn a_stop_while_subscribing_again_ends_the_worker() {
     let broker = Broker::new();
     broker.log.lock().unwrap().failing_resubscriptions = usize::MAX;
     let running = serving("worker-tests-echo-service", &broker);
+    assert!(running.metrics.readiness().is_ok());
     running.fail(Fault::Lost);
     broker.until("retrying", |b| b.seen().len() >= 2).await;
+    assert_eq!(
+        running.metrics.readiness().unwrap_err(),
+        "not subscribed: worker-tests-echo-service\n"
+    );
     let report = running.stop().await;
     assert_eq!(report.answered, 0);
 }
