@@ -366,3 +366,16 @@ async fn readyz_follows_the_start_and_the_drain_and_livez_answers_throughout() {
     let (status, lines) = replica.wait_exit();
     assert!(status.success(), "{lines:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_start_and_a_clean_stop_log_nothing_at_warn_or_above() {
+    let replica = Replica::start("echo", &["--only", "whoami-service"]);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{lines:#?}");
+    let loud: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
+        .collect();
+    assert!(loud.is_empty(), "{loud:#?}");
+    assert!(lines.iter().any(|line| line.contains(" stopped")), "{lines:#?}");
+}
