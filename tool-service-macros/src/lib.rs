@@ -104,6 +104,7 @@ use proc_macro::TokenStream;
 /// | `#[config] c: MyConfig` | the whole config as one struct (`Deserialize + JsonSchema`); its fields are the `config-params` |
 /// | `#[context] ctx: Context` (or `&Context`) | the request id, user and service id |
 /// | `#[stream] out: Chunks` (or `&Chunks`) | makes the service stream: each `out.send(…)` is a frame |
+/// | `#[state] db: &Db` (or `Arc<Db>`) | a value the process shares, made by the `App::setup` hook or given to `Registry::with_state` |
 ///
 /// `#[config]`/`#[args]` parameters may be references (`&MyConfig`). Serde
 /// attributes (`rename`, `default`, `Option`) mean the same in decoding and in
