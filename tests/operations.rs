@@ -377,5 +377,8 @@ async fn a_healthy_start_and_a_clean_stop_log_nothing_at_warn_or_above() {
         .filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
         .collect();
     assert!(loud.is_empty(), "{loud:#?}");
-    assert!(lines.iter().any(|line| line.contains(" stopped")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|line| line.contains(" stopped")),
+        "{lines:#?}"
+    );
 }
