@@ -251,14 +251,14 @@ fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
 pub(crate) struct LogArgs {
     /// The most verbose log level shown. `RUST_LOG`, when set, takes its
     /// place (EnvFilter syntax, e.g. `info,tool_service=debug`).
-    #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
-    log_level: String,
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub(crate) log_level: String,
     /// How log lines are written: `text` for people, `json` for a log
     /// stack (one object per line: timestamp, level, target, message and
     /// the fields of the spans it is in, such as the service and the
     /// request id).
-    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
+    pub(crate) log_format: String,
 }
 
 /// Installs the log subscriber `args` describe.
@@ -268,6 +268,7 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{EnvFilter, Layer};
 
+    // `tracing::Level` parses any case, as the flag accepts it.
     let level: tracing::Level = args.log_level.parse()?;
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => EnvFilter::builder()
@@ -287,7 +288,7 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
                 .add_directive(format!("rmcp={sdk}").parse()?)
         }
     };
-    let layer = if args.log_format == "json" {
+    let layer = if args.log_format.eq_ignore_ascii_case("json") {
         tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)

@@ -374,6 +374,26 @@ mod tests {
     }
 
     #[test]
+    fn log_flags_take_any_case_and_refuse_other_values() {
+        let args = serve_args(&["--log-level", "DEBUG", "--log-format", "Json"]);
+        assert_eq!(
+            (args.log.log_level.as_str(), args.log.log_format.as_str()),
+            ("DEBUG", "Json")
+        );
+        let defaults = serve_args(&[]);
+        assert_eq!(
+            (
+                defaults.log.log_level.as_str(),
+                defaults.log.log_format.as_str()
+            ),
+            ("info", "text")
+        );
+        let (code, _, err) = run(&["bin", "serve", "--log-format", "xml"]);
+        assert_eq!(code, ExitCode::from(2));
+        assert!(err.contains("--log-format"), "{err}");
+    }
+
+    #[test]
     fn serve_rejects_a_timeout_that_is_not_a_duration() {
         let (code, _, err) = run(&["bin", "serve", "--timeout", "echo-service=soon"]);
         assert_eq!(code, ExitCode::from(2));
