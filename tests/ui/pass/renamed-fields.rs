@@ -45,5 +45,5 @@ fn main() {
         "docs 3 rust Some(\"en\")"
     );
     let error = support::error("search-docs", json!({}), json!({"search_text": "rust"}));
-    assert!(error.message().contains("missing field `searchText`"), "{error:?}");
+    assert!(error.message().contains("`searchText` is missing; it must be a text"), "{error:?}");
 }
