@@ -37,6 +37,17 @@ def agent(stack):
     return stack
 
 
+def wait_for_server(agent, key, timeout=15):
+    """The mcp-tool processor's `mcp` item `key`, once it holds one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        servers = agent.mcp_servers()
+        if key in servers:
+            return servers[key]
+        assert time.monotonic() < deadline, f"no `mcp` item {key!r} in the mcp-tool processor: {servers}"
+        time.sleep(0.05)
+
+
 def cli(*args, timeout=30):
     argv = [str(examples_dir() / "joke"), *args]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -62,7 +73,9 @@ def test_serve_announce_over_mcp_reaches_the_stock_agent_and_withdraw_removes_it
         assert tools["tell-joke"]["type"] == "mcp-tool"
         assert tools["tell-joke"]["mcp-tool"] == "tell-joke"
         assert tools["tell-joke"]["arguments"][0]["name"] == "topic"
-        assert agent.mcp_servers()["tell-joke"] == {"url": server.url, "remote-name": "tell-joke"}
+        # The agent and the mcp-tool processor each load the pushed config
+        # on their own: the processor may be a moment behind the agent.
+        assert wait_for_server(agent, "tell-joke") == {"url": server.url, "remote-name": "tell-joke"}
         started = time.monotonic()
         answer = agent.ask(QUESTION)
         elapsed = time.monotonic() - started
@@ -82,7 +95,7 @@ def test_a_token_protected_server_is_announced_with_its_token_and_called(agent):
         token_file.write_text("e2e-token\n")
         with McpAnnounced("--mcp-token-file", str(token_file)):
             agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke (with a token)")
-            assert agent.mcp_servers()["tell-joke"]["auth-token"] == "e2e-token"
+            assert wait_for_server(agent, "tell-joke")["auth-token"] == "e2e-token"
             answer = agent.ask(QUESTION)
             assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
 
