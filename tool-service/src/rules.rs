@@ -193,33 +193,18 @@ impl Rules {
         }
         match &node.kind {
             Kind::Any => false,
-            Kind::Boolean => match value {
-                Value::String(text) => match boolean(text) {
-                    Some(flag) => {
-                        *value = Value::Bool(flag);
-                        true
-                    }
-                    None => false,
-                },
-                _ => false,
-            },
-            Kind::Integer => match integer(value) {
-                Some(number) => {
-                    *value = Value::Number(number);
-                    true
-                }
-                None => false,
-            },
-            Kind::Number => match value {
-                Value::String(text) => match number(text) {
-                    Some(number) => {
-                        *value = Value::Number(number);
-                        true
-                    }
-                    None => false,
-                },
-                _ => false,
-            },
+            Kind::Boolean => {
+                let flag = value.as_str().and_then(boolean).map(Value::Bool);
+                replace(value, flag)
+            }
+            Kind::Integer => {
+                let number = integer(value).map(Value::Number);
+                replace(value, number)
+            }
+            Kind::Number => {
+                let number = value.as_str().and_then(number).map(Value::Number);
+                replace(value, number)
+            }
             Kind::String => false,
             Kind::Array { items } => {
                 let mut changed = false;
@@ -684,6 +669,17 @@ fn text_in(bounds: &Bounds, text: &str) -> bool {
 
 fn is_integer(number: &Number) -> bool {
     number.is_i64() || number.is_u64()
+}
+
+/// Puts `coerced` in place of `value`, if there is one; whether it did.
+fn replace(value: &mut Value, coerced: Option<Value>) -> bool {
+    match coerced {
+        Some(coerced) => {
+            *value = coerced;
+            true
+        }
+        None => false,
+    }
 }
 
 /// An integer from numeric text or an integral float; `None` when that
