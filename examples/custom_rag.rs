@@ -4,14 +4,15 @@
 //!
 //! The database is opened once, at start-up, and shared by every request as
 //! `#[state]`; queries run on Tokio's blocking pool, off the handler
-//! threads. `CUSTOM_RAG_DB` names the file: created with the sample
-//! passages when it does not exist; rows another program inserts into
-//! `passages(collection, source, text)` are found by the next query.
-//! Without `CUSTOM_RAG_DB`, an in-memory database holds the samples.
+//! threads. The binary's own flag `--db PATH` (env `CUSTOM_RAG_DB`), which
+//! `serve`, `call` and `mcp` list in their `--help`, names the file:
+//! created with the sample passages when it does not exist; rows another
+//! program inserts into `passages(collection, source, text)` are found by
+//! the next query. Without it, an in-memory database holds the samples.
 //!
 //! ```text
 //! cargo run --example custom_rag
-//! CUSTOM_RAG_DB=rag.db cargo run --example custom_rag -- call query-customers --args '{"question": "who ordered gears?"}'
+//! cargo run --example custom_rag -- call query-customers --db rag.db --args '{"question": "who ordered gears?"}'
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -108,11 +109,19 @@ const SCHEMA: &str = "
     END;
 ";
 
+/// The binary's own flags, beside tool-service's.
+#[derive(Debug, clap::Args)]
+pub struct Settings {
+    /// The SQLite database of passages, created and seeded when it does not
+    /// exist [default: an in-memory one].
+    #[arg(long, env = "CUSTOM_RAG_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
 impl Passages {
-    /// Opens the database `CUSTOM_RAG_DB` names (in memory when unset),
-    /// creating and seeding it when it does not exist.
-    pub async fn open_from_env() -> Result<Self, HookError> {
-        let path = std::env::var_os("CUSTOM_RAG_DB").map(PathBuf::from);
+    /// Opens the database `--db` names (in memory without one), creating
+    /// and seeding it when it does not exist, on the blocking pool.
+    pub async fn open_at(path: Option<PathBuf>) -> Result<Self, HookError> {
         let opened = tokio::task::spawn_blocking(move || Self::open(path.as_deref())).await?;
         opened
     }
@@ -124,10 +133,7 @@ impl Passages {
             Some(path) => {
                 let new = !path.exists();
                 let connection = Connection::open(path).map_err(|error| {
-                    format!(
-                        "CUSTOM_RAG_DB={}: cannot open the database: {error}",
-                        path.display()
-                    )
+                    format!("--db {}: cannot open the database: {error}", path.display())
                 })?;
                 (connection, new)
             }
@@ -135,7 +141,7 @@ impl Passages {
         };
         connection
             .execute_batch(SCHEMA)
-            .map_err(|error| format!("CUSTOM_RAG_DB: cannot set up the passages table: {error}"))?;
+            .map_err(|error| format!("--db: cannot set up the passages table: {error}"))?;
         if new {
             let mut insert = connection
                 .prepare("INSERT INTO passages(collection, source, text) VALUES (?1, ?2, ?3)")?;
@@ -246,9 +252,12 @@ pub async fn custom_rag(
 fn main() -> std::process::ExitCode {
     App::new()
         .meta(tool_service::meta!())
-        // Only `serve` and `call` open the database; `descriptors` and
-        // `list` need none.
-        .setup(|| async { Ok::<_, HookError>(State::new().with(Passages::open_from_env().await?)) })
+        // `--db` in the --help of `serve`, `call` and `mcp`; only they
+        // open the database, and `descriptors` and `list` need none.
+        .args::<Settings>()
+        .setup(|settings: Settings| async move {
+            Ok::<_, HookError>(State::new().with(Passages::open_at(settings.db).await?))
+        })
         .shutdown(|state| async move {
             // After the drain: no request uses the database any more.
             drop(state);

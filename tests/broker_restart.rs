@@ -135,7 +135,15 @@ fn assert_stays_recovered(outcomes: &Outcomes, recovered: Instant, what: &str) {
 async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     let broker = PrivateBroker::start(&[]);
     let url = broker.url();
-    let mut replica = Replica::start_at(&url, "echo", &["--only", "echo-service"]);
+    let metrics_port = support::free_port().to_string();
+    let replica = Replica::start_at(
+        &url,
+        "echo",
+        &["--only", "echo-service", "--metrics-port", &metrics_port],
+    );
+    let metrics_port: u16 = metrics_port.parse().unwrap();
+    let scrape = move || support::scrape(metrics_port).1;
+    let readyz = move || support::get(metrics_port, "/readyz");
     let mut storyteller = Replica::start_at(&url, "streaming", &[]);
     let options = BrokerOptions::new(&url);
     let timeout = Duration::from_secs(2);
@@ -165,7 +173,26 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     answered_after(&told, began, 4, "stories before the restart").await;
 
     let stopping = Instant::now();
+    assert!(scrape().contains("tg_tool_service_broker_connected 1\n"));
     broker.run("stop");
+    // The outage shows within a probe or two: gauge, consumer state and
+    // readiness.
+    support::wait_until(
+        "the gauge to say the broker is lost",
+        Duration::from_secs(15),
+        || scrape().contains("tg_tool_service_broker_connected 0\n"),
+    )
+    .await;
+    let text = scrape();
+    assert!(
+        text.contains(r#"tg_consumer_state{processor="echo-service",consumer="request",tg_consumer_state="running"} 0"#),
+        "{text}"
+    );
+    let (status, body) = readyz();
+    assert!(
+        status.contains("503") && body.contains("broker not connected"),
+        "{status}: {body}"
+    );
     // When the restarted broker first accepts connections.
     let port = broker.port;
     let listening = std::thread::spawn(move || loop {
@@ -216,6 +243,38 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     assert!(stories_after > 0, "stories are told after the restart");
     assert_stays_recovered(&outcomes, recovered, "calls");
     assert_stays_recovered(&told, stories_recovered, "stories");
-    assert!(replica.is_running(), "the replica stayed up");
+    support::wait_until(
+        "the gauge to say the broker is back",
+        Duration::from_secs(15),
+        || scrape().contains("tg_tool_service_broker_connected 1\n"),
+    )
+    .await;
+    let (status, body) = readyz();
+    assert!(status.contains("200"), "{status}: {body}");
     assert!(storyteller.is_running(), "the streaming replica stayed up");
+    // One line for the loss, one for the return; the client's own lines of
+    // each reconnection attempt are at debug.
+    let (status, lines) = replica.finish();
+    assert!(
+        status.success(),
+        "the replica stayed up and stopped cleanly: {status:?}"
+    );
+    let count = |needle: &str| lines.iter().filter(|line| line.contains(needle)).count();
+    assert_eq!(
+        count("WARN tool_service::serve::connection: lost the connection to the Pulsar broker"),
+        1,
+        "{lines:#?}"
+    );
+    assert_eq!(
+        count("INFO tool_service::serve::connection: the connection to the Pulsar broker is back"),
+        1,
+        "{lines:#?}"
+    );
+    let client: Vec<_> = lines
+        .iter()
+        .filter(|line| {
+            line.contains("client_log") && (line.contains(" WARN ") || line.contains(" ERROR "))
+        })
+        .collect();
+    assert!(client.is_empty(), "{client:#?}");
 }

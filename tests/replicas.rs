@@ -104,10 +104,13 @@ async fn sigterm_lets_in_flight_requests_finish_and_answer() {
 
 #[test]
 fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
-    // Nothing listens on port 9; `serve` must keep retrying (and say so), and
-    // still stop cleanly when asked.
-    let mut replica =
-        Replica::spawn_at("pulsar://127.0.0.1:9", "echo", &["--only", "echo-service"]);
+    // Nothing listens on port 9; `serve` must keep retrying (and say so
+    // once at WARN, then at debug), and still stop cleanly when asked.
+    let mut replica = Replica::spawn_at(
+        "pulsar://127.0.0.1:9",
+        "echo",
+        &["--only", "echo-service", "--log-level", "debug"],
+    );
     let lines = replica.wait_for_log(
         "Pulsar broker not reachable; retrying",
         Duration::from_secs(30),
@@ -117,9 +120,15 @@ fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
         "{lines:#?}"
     );
     replica.wait_for_log(
-        "Pulsar broker not reachable; retrying",
+        "Pulsar broker still not reachable; retrying",
         Duration::from_secs(30),
     );
+    let lines = replica.lines_so_far();
+    let warnings: Vec<_> = lines
+        .iter()
+        .filter(|line| line.contains(" WARN "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{lines:#?}");
     assert!(replica.is_running());
     replica.signal("TERM");
     let status = replica.child.wait().unwrap();

@@ -28,7 +28,7 @@ fn sources(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn a_failed_setup_exits_naming_the_variable_and_subscribes_nothing() {
+fn a_failed_setup_exits_naming_the_flag_and_subscribes_nothing() {
     let url = support::require_broker();
     let replica = Replica::spawn_with_env(
         &url,
@@ -40,7 +40,9 @@ fn a_failed_setup_exits_naming_the_variable_and_subscribes_nothing() {
     let log = lines.join("\n");
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(
-        log.contains("error: start-up failed: CUSTOM_RAG_DB=/nonexistent/dir/rag.db: cannot open the database"),
+        log.contains(
+            "error: start-up failed: --db /nonexistent/dir/rag.db: cannot open the database"
+        ),
         "{log}"
     );
     // The hook runs before anything connects or subscribes.
@@ -57,8 +59,8 @@ async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
     let replica = Replica::spawn_with_env(
         &support::require_broker(),
         "custom_rag",
-        &["--concurrency", "64"],
-        &[("CUSTOM_RAG_DB", &db_text)],
+        &["--concurrency", "64", "--db", &db_text],
+        &[],
     );
     replica.wait_for_log(" ready", Duration::from_secs(60));
     assert!(db.exists(), "the setup hook did not create the database");
@@ -136,6 +138,84 @@ async fn the_shutdown_hook_runs_after_the_drain() {
         .position(|line| line.contains("closed the passages database"))
         .unwrap_or_else(|| panic!("the shutdown hook did not run: {lines:#?}"));
     assert!(stopped < closed, "closed before the drain: {lines:#?}");
+}
+
+/// `custom_rag`'s own `--db`: in the `--help` of the commands that run
+/// handlers only, and what `call` opens.
+#[test]
+fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let output = std::process::Command::new(support::example("custom_rag"))
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("CUSTOM_RAG_DB")
+            .output()
+            .unwrap();
+        let text = String::from_utf8(output.stdout).unwrap();
+        let err = String::from_utf8(output.stderr).unwrap();
+        (output.status, text, err)
+    };
+    for command in ["serve", "call", "mcp"] {
+        let (status, help, err) = run(&[command, "--help"], &[]);
+        assert!(status.success(), "{err}");
+        assert!(
+            help.contains("custom_rag options:")
+                && help.contains("--db <PATH>")
+                && help.contains("[env: CUSTOM_RAG_DB=]"),
+            "`{command} --help`:\n{help}"
+        );
+    }
+    for command in ["descriptors", "list", "announce"] {
+        let (_, help, _) = run(&[command, "--help"], &[]);
+        assert!(!help.contains("--db"), "`{command} --help`:\n{help}");
+    }
+    let (status, _, err) = run(&["list", "--db", "x.db"], &[]);
+    assert!(
+        !status.success() && err.contains("unexpected argument '--db'"),
+        "{err}"
+    );
+
+    // `call --db` creates and seeds the database; a passage added to it
+    // then is found by flag and by variable.
+    let db = temp_db("call.db");
+    let db_text = db.to_str().unwrap();
+    let question = r#"{"question": "who ordered turbines?"}"#;
+    let (status, _, err) = run(
+        &[
+            "call",
+            "query-customers",
+            "--db",
+            db_text,
+            "--args",
+            question,
+        ],
+        &[],
+    );
+    assert!(status.success() && db.exists(), "{err}");
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .execute(
+            "INSERT INTO passages(collection, source, text) VALUES ('customers', 'crm/umbrella', 'Umbrella ordered turbines.')",
+            [],
+        )
+        .unwrap();
+    drop(writer);
+    for (flags, env) in [
+        (vec!["--db", db_text], vec![]),
+        (vec![], vec![("CUSTOM_RAG_DB", db_text)]),
+    ] {
+        let mut call = vec!["call", "query-customers", "--args", question];
+        call.extend(flags);
+        let (status, out, err) = run(&call, &env);
+        assert!(status.success(), "{err}");
+        let frame: Value = serde_json::from_str(out.trim()).unwrap();
+        let response = frame["response"].as_str().unwrap();
+        assert_eq!(sources(response), ["crm/umbrella"], "{out}");
+    }
+    // Without it, the in-memory samples: no turbines there.
+    let (status, out, err) = run(&["call", "query-customers", "--args", question], &[]);
+    assert!(status.success(), "{err}");
+    assert!(!out.contains("crm/umbrella"), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

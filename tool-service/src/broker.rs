@@ -168,6 +168,7 @@ impl BrokerOptions {
         tokio::pin!(give_up);
         let mut backoff =
             crate::backoff::Backoff::new(Duration::from_millis(200), self.max_backoff);
+        let mut first = true;
         loop {
             // The client itself retries forever; shake hands first so that
             // every failed attempt is logged and the caller can give up.
@@ -183,7 +184,12 @@ impl BrokerOptions {
                 }
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
-            tracing::warn!(url = %self.url, %error, retry_in = ?backoff.delay(), "Pulsar broker not reachable; retrying");
+            if first {
+                tracing::warn!(url = %self.url, %error, retry_in = ?backoff.delay(), "Pulsar broker not reachable; retrying (each attempt is logged at debug)");
+                first = false;
+            } else {
+                tracing::debug!(url = %self.url, %error, retry_in = ?backoff.delay(), "Pulsar broker still not reachable; retrying");
+            }
             tokio::select! {
                 () = backoff.wait() => {}
                 () = &mut give_up => return Err(error),

@@ -10,7 +10,8 @@
 //! | `tg_dynamic_tool_service_invocation_total` | counter | `processor` | requests answered with a result (as TrustGraph's `DynamicToolService` counts) |
 //! | `tg_consumer_processing_total` | counter | `processor`, `consumer`, `status` | requests handled, `status` `ok` or `error` |
 //! | `tg_consumer_request_duration_seconds` | histogram | `processor`, `consumer` | time from taking a request to sending its last frame |
-//! | `tg_consumer_state` | gauge | `processor`, `consumer`, `tg_consumer_state` | 1 for the current state, `running` or `stopped` |
+//! | `tg_consumer_state` | gauge | `processor`, `consumer`, `tg_consumer_state` | 1 for the current state: `running` while subscribed and the broker connected, else `stopped` |
+//! | `tg_tool_service_broker_connected` | gauge | none | 1 while the Pulsar broker answers this process's connection, 0 while it does not (probed every 2 s; absent when nothing is served on Pulsar) |
 //! | `tg_tool_service_errors_total` | counter | `processor`, `type` | error frames by error type, refusals included |
 //! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
@@ -53,7 +54,7 @@
 //! ```
 
 use std::fmt::{self, Write as _};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -76,7 +77,14 @@ pub struct Metrics {
     services: Mutex<Vec<Arc<ServiceMetrics>>>,
     /// Set when shutdown begins: not ready any more.
     draining: AtomicBool,
+    /// [`BROKER_UNKNOWN`], [`BROKER_LOST`] or [`BROKER_CONNECTED`].
+    broker: AtomicU8,
 }
+
+/// No broker connection to speak of (nothing served on Pulsar yet).
+const BROKER_UNKNOWN: u8 = 0;
+const BROKER_LOST: u8 = 1;
+const BROKER_CONNECTED: u8 = 2;
 
 impl Metrics {
     /// No services yet.
@@ -123,10 +131,37 @@ impl Metrics {
         self.draining.store(true, Ordering::Relaxed);
     }
 
+    /// Records whether the Pulsar broker answers this process's connection
+    /// (`serve` probes it every 2 s). While it does not, every consumer
+    /// reports `stopped`, [`Self::readiness`] fails with `broker not
+    /// connected`, and `tg_tool_service_broker_connected` is 0.
+    ///
+    /// ```
+    /// let metrics = tool_service::metrics::Metrics::new();
+    /// metrics.service("joke-service").set_running(true);
+    /// metrics.set_broker_connected(false);
+    /// assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
+    /// assert!(metrics.render().contains("tg_tool_service_broker_connected 0\n"));
+    /// metrics.set_broker_connected(true);
+    /// assert!(metrics.readiness().is_ok());
+    /// ```
+    pub fn set_broker_connected(&self, connected: bool) {
+        let state = if connected {
+            BROKER_CONNECTED
+        } else {
+            BROKER_LOST
+        };
+        self.broker.store(state, Ordering::Relaxed);
+    }
+
+    fn broker_lost(&self) -> bool {
+        self.broker.load(Ordering::Relaxed) == BROKER_LOST
+    }
+
     /// Whether the process is ready for requests, as `GET /readyz` says:
-    /// at least one service is served on Pulsar, every one of them is
-    /// subscribed (its consumer `running`), and shutdown has not begun.
-    /// Otherwise the conditions that fail, one per line.
+    /// at least one service is served on Pulsar, the broker is connected,
+    /// every service is subscribed (its consumer `running`), and shutdown
+    /// has not begun. Otherwise the conditions that fail, one per line.
     ///
     /// ```
     /// let metrics = tool_service::metrics::Metrics::new();
@@ -145,6 +180,9 @@ impl Metrics {
         let mut failing = String::new();
         if self.draining.load(Ordering::Relaxed) {
             failing.push_str("shutting down\n");
+        }
+        if self.broker_lost() {
+            failing.push_str("broker not connected\n");
         }
         let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
         let mut served = 0;
@@ -217,7 +255,8 @@ impl Metrics {
             "Consumer state",
             &services,
             |out, name, service| {
-                let running = service.running.load(Ordering::Relaxed);
+                let running = service.running.load(Ordering::Relaxed)
+                    && !(service.transport.is_none() && self.broker_lost());
                 for (state, on) in [("stopped", !running), ("running", running)] {
                     let _ = writeln!(
                         out,
@@ -273,6 +312,13 @@ impl Metrics {
             &services,
             |service| service.in_flight.load(Ordering::Relaxed).to_string(),
         );
+        let broker = self.broker.load(Ordering::Relaxed);
+        if broker != BROKER_UNKNOWN {
+            let name = "tg_tool_service_broker_connected";
+            let _ = writeln!(out, "# HELP {name} Whether the Pulsar broker answers");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name} {}", u8::from(broker == BROKER_CONNECTED));
+        }
         out
     }
 }

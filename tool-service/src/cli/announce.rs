@@ -17,14 +17,20 @@ pub(crate) struct TargetArgs {
     #[command(flatten)]
     broker: BrokerArgs,
     /// The TrustGraph workspace.
-    #[arg(long, default_value = announce::DEFAULT_WORKSPACE)]
+    #[arg(long, env = "TOOL_SERVICE_WORKSPACE", default_value = announce::DEFAULT_WORKSPACE)]
     workspace: String,
-    /// Only this service id and its tools (repeatable).
-    #[arg(long, value_name = "SERVICE_ID")]
+    /// Only this service id and its tools (repeatable; the variable takes a
+    /// comma-separated list).
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_ONLY",
+        value_delimiter = ',',
+        value_name = "SERVICE_ID"
+    )]
     only: Vec<String>,
     /// How long to wait for each of the config service's replies; units ms,
     /// s, m, h.
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, env = "TOOL_SERVICE_ANNOUNCE_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
     timeout: Duration,
     /// Print the config request instead of sending it.
     #[arg(long)]
@@ -32,7 +38,7 @@ pub(crate) struct TargetArgs {
     /// Announce (or withdraw) the tools as `mcp-tool` tools served by the
     /// MCP server at URL (`mcp --listen`, `serve --mcp-listen`), for
     /// TrustGraph's mcp-tool processor, instead of as `tool-service` tools.
-    #[arg(long, value_name = "URL", value_parser = super::parse_mcp_url)]
+    #[arg(long, env = "TOOL_SERVICE_MCP_URL", value_name = "URL", value_parser = super::parse_mcp_url)]
     mcp_url: Option<String>,
     /// With --mcp-url: the token goes into each `mcp` item as its
     /// `auth-token`.

@@ -7,14 +7,17 @@ use std::io::Write;
 use std::pin::Pin;
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
+use clap::{ArgMatches, FromArgMatches};
 
 use super::{call, command, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command, Meta};
 use crate::{Registry, State};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-type Setup = Box<dyn FnOnce() -> BoxFuture<Result<State, BoxError>>>;
+type Setup<A> = Box<dyn FnOnce(A) -> BoxFuture<Result<State, BoxError>>>;
 type Shutdown = Box<dyn FnOnce(State) -> BoxFuture<()>>;
+
+/// The commands whose handlers run, and so take the binary's own flags.
+const RUNS_HANDLERS: [&str; 3] = ["serve", "call", "mcp"];
 
 /// A tool-service binary: its command line, the [`State`] its handlers
 /// share, and how that state is built and closed.
@@ -58,34 +61,147 @@ type Shutdown = Box<dyn FnOnce(State) -> BoxFuture<()>>;
 ///         .run()
 /// }
 /// ```
+///
+/// # The binary's own flags
+///
+/// [`App::args`] adds a [`clap::Args`] struct to the commands that run
+/// handlers (`serve`, `call`, `mcp`): its flags and their env vars appear in
+/// their `--help`, under "BIN options", and the setup hook receives it
+/// parsed.
+///
+/// ```
+/// use std::path::PathBuf;
+/// use tool_service::{App, State};
+///
+/// #[derive(clap::Args)]
+/// struct Settings {
+///     /// The database file.
+///     #[arg(long, env = "TICKETS_DB", default_value = "tickets.db")]
+///     db: PathBuf,
+///     /// Connections in the pool.
+///     #[arg(long, env = "TICKETS_POOL_SIZE", default_value_t = 4)]
+///     pool_size: u32,
+/// }
+///
+/// let app = App::new().args::<Settings>().setup(|settings: Settings| async move {
+///     assert_eq!(settings.pool_size, 8);
+///     Ok::<_, tool_service::cli::HookError>(State::new().with(settings.db))
+/// });
+/// let mut out = Vec::new();
+/// let mut err = Vec::new();
+/// let args = ["tickets", "call", "no-such-tool", "--pool-size", "8"];
+/// let code = app.run_from(args, &mut out, &mut err);
+/// // The setup ran with the flag; then `call` found no such tool.
+/// assert!(String::from_utf8(err).unwrap().contains("no tool or service named"));
+/// # assert_eq!(code, std::process::ExitCode::FAILURE);
+/// ```
+///
+/// A flag whose name, short form or field name is one of tool-service's
+/// own in those commands is refused when the binary starts, with both
+/// names in the message.
 #[must_use = "nothing runs until `run` or `run_async` is called"]
-#[derive(Default)]
-pub struct App {
+pub struct App<A = NoArgs> {
     meta: Option<Meta>,
-    setup: Option<Setup>,
+    setup: Option<Setup<A>>,
     shutdown: Option<Shutdown>,
+    /// Adds the binary's own flags to a command that runs handlers.
+    augment: fn(clap::Command) -> clap::Command,
+    /// Reads them back from that command's matches.
+    parse: fn(&ArgMatches) -> Result<A, clap::Error>,
+}
+
+/// The flags of an [`App`] without flags of its own: none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoArgs;
+
+impl Default for App {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The error a hook may return: anything that converts into a boxed error,
 /// a `&str` or `String` message included.
 pub type HookError = BoxError;
 
-impl std::fmt::Debug for App {
+impl<A> std::fmt::Debug for App<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("meta", &self.meta)
             .field("setup", &self.setup.is_some())
             .field("shutdown", &self.shutdown.is_some())
+            .field("args", &std::any::type_name::<A>())
             .finish()
     }
 }
 
 impl App {
-    /// A binary with no hooks: its handlers get an empty [`State`].
+    /// A binary with no hooks and no flags of its own: its handlers get an
+    /// empty [`State`].
     pub fn new() -> Self {
-        Self::default()
+        App {
+            meta: None,
+            setup: None,
+            shutdown: None,
+            augment: |command| command,
+            parse: |_| Ok(NoArgs),
+        }
     }
 
+    /// Adds the flags of `S` to `serve`, `call` and `mcp`; the setup hook
+    /// then receives them parsed (see [`App`]). A setup hook given before
+    /// this call keeps running, without them.
+    pub fn args<S>(self) -> App<S>
+    where
+        S: clap::Args + 'static,
+    {
+        App {
+            meta: self.meta,
+            setup: self
+                .setup
+                .map(|setup| -> Setup<S> { Box::new(move |_: S| setup(NoArgs)) }),
+            shutdown: self.shutdown,
+            augment: S::augment_args,
+            parse: S::from_arg_matches,
+        }
+    }
+
+    /// Builds the shared state before `serve` subscribes or `call` calls:
+    /// open pools, read the environment. Runs on the runtime that will run
+    /// the handlers.
+    pub fn setup<F, Fut, E>(mut self, setup: F) -> Self
+    where
+        F: FnOnce() -> Fut + 'static,
+        Fut: Future<Output = Result<State, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        self.setup = Some(Box::new(move |NoArgs| {
+            let future = setup();
+            Box::pin(async move { future.await.map_err(Into::into) })
+        }));
+        self
+    }
+}
+
+impl<S: clap::Args + 'static> App<S> {
+    /// Builds the shared state from the binary's own flags (see
+    /// [`App::args`]) before `serve` subscribes or `call` calls. Runs on
+    /// the runtime that will run the handlers.
+    pub fn setup<F, Fut, E>(mut self, setup: F) -> Self
+    where
+        F: FnOnce(S) -> Fut + 'static,
+        Fut: Future<Output = Result<State, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        self.setup = Some(Box::new(move |settings| {
+            let future = setup(settings);
+            Box::pin(async move { future.await.map_err(Into::into) })
+        }));
+        self
+    }
+}
+
+impl<A: 'static> App<A> {
     /// The name and version `-V` shows, usually [`meta!()`](crate::meta!):
     /// without it, the name the binary was started under and tool-service's
     /// version.
@@ -101,22 +217,6 @@ impl App {
     /// ```
     pub fn meta(mut self, meta: Meta) -> Self {
         self.meta = Some(meta);
-        self
-    }
-
-    /// Builds the shared state before `serve` subscribes or `call` calls:
-    /// open pools, read the environment. Runs on the runtime that will run
-    /// the handlers.
-    pub fn setup<F, Fut, E>(mut self, setup: F) -> Self
-    where
-        F: FnOnce() -> Fut + 'static,
-        Fut: Future<Output = Result<State, E>> + Send + 'static,
-        E: Into<BoxError> + 'static,
-    {
-        self.setup = Some(Box::new(move || {
-            let future = setup();
-            Box::pin(async move { future.await.map_err(Into::into) })
-        }));
         self
     }
 
@@ -173,14 +273,14 @@ impl App {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let (registry, command) = match prepare(self.meta, args, out, err) {
+        let (registry, command, settings) = match self.prepare(args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
         let result = if command.worker_threads().is_some() {
             Err(String::from("--worker-threads sizes the runtime `serve` starts, and this binary runs inside its own runtime (App::run_async); size that one instead").into())
         } else {
-            self.execute(registry, *command, out, err).await
+            self.execute(registry, *command, settings, out, err).await
         };
         report(result, err)
     }
@@ -198,7 +298,7 @@ impl App {
             );
             return ExitCode::FAILURE;
         }
-        let (registry, command) = match prepare(self.meta, args, out, err) {
+        let (registry, command, settings) = match self.prepare(args, out, err) {
             Ok(prepared) => prepared,
             Err(code) => return code,
         };
@@ -212,7 +312,7 @@ impl App {
             runtime.worker_threads(1);
         }
         let result = match runtime.enable_all().build() {
-            Ok(runtime) => runtime.block_on(self.execute(registry, *command, out, err)),
+            Ok(runtime) => runtime.block_on(self.execute(registry, *command, settings, out, err)),
             Err(error) => Err(error.into()),
         };
         report(result, err)
@@ -223,6 +323,7 @@ impl App {
         self,
         registry: Registry,
         command: Run,
+        settings: Option<A>,
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> CliResult {
@@ -233,11 +334,11 @@ impl App {
         // Only `announce` and `withdraw` write to it.
         #[cfg(not(feature = "pulsar"))]
         let _ = err;
-        let state = match self.setup {
-            Some(setup) => setup()
+        let state = match (self.setup, settings) {
+            (Some(setup), Some(settings)) => setup(settings)
                 .await
                 .map_err(|error| format!("start-up failed: {error}"))?,
-            None => State::new(),
+            _ => State::new(),
         };
         let registry = registry.with_state(state);
         let (result, grace) = match command {
@@ -326,92 +427,165 @@ impl Run {
     }
 }
 
-/// Parses the arguments and collects the registry; runs what needs no
-/// runtime (descriptors, list, or reporting a mistake). `Err` holds the exit
-/// code when there is nothing more to do.
-fn prepare<I, T>(
-    meta: Option<Meta>,
-    args: I,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<(Registry, Box<Run>), ExitCode>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let parsed = command(meta, args.first())
-        .try_get_matches_from(args)
-        .and_then(|matches| Cli::from_arg_matches(&matches));
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(error) => {
-            let text = error.render().to_string();
-            let _ = if error.use_stderr() {
-                write!(err, "{text}")
-            } else {
-                write!(out, "{text}")
+impl<A: 'static> App<A> {
+    /// Parses the arguments and collects the registry; runs what needs no
+    /// runtime (descriptors, list, or reporting a mistake). `Err` holds the exit
+    /// code when there is nothing more to do.
+    fn prepare<I, T>(
+        &self,
+        args: I,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> Result<(Registry, Box<Run>, Option<A>), ExitCode>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let meta = self.meta;
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let command = match with_own_args(command(meta, args.first()), self.augment) {
+            Ok(command) => command,
+            Err(error) => {
+                let _ = writeln!(err, "error: {error}");
+                return Err(ExitCode::FAILURE);
+            }
+        };
+        let parsed = command.try_get_matches_from(args).and_then(|matches| {
+            let settings = match matches.subcommand() {
+                Some((name, matches)) if RUNS_HANDLERS.contains(&name) => {
+                    Some((self.parse)(matches)?)
+                }
+                _ => None,
             };
-            return Err(ExitCode::from(error.exit_code().clamp(0, 255) as u8));
-        }
-    };
-    let registry = match Registry::collect() {
-        Ok(registry) => registry,
-        Err(error) => {
-            let _ = writeln!(err, "error: {error}");
-            return Err(ExitCode::FAILURE);
-        }
-    };
-    let done = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
-        Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
-        Command::List => list(&registry, out),
-        #[cfg(feature = "pulsar")]
-        Command::Serve(args) => match super::serve::prepare(args, meta) {
-            Ok(run) => return Ok((registry, Box::new(Run::Serve(run)))),
-            Err(error) => Err(error),
-        },
-        #[cfg(feature = "pulsar")]
-        Command::Announce { target, replace } => {
-            let on_clash = if replace {
-                crate::announce::OnClash::Replace
-            } else {
-                crate::announce::OnClash::Refuse
-            };
-            let change = super::announce::Change::Announce(on_clash);
-            return Ok((registry, Box::new(Run::Config(change, target))));
-        }
-        #[cfg(feature = "pulsar")]
-        Command::Withdraw { target } => {
-            let change = super::announce::Change::Withdraw;
-            return Ok((registry, Box::new(Run::Config(change, target))));
-        }
-        #[cfg(feature = "mcp")]
-        Command::Mcp(args) => match super::mcp::prepare(args, &registry, meta) {
-            Ok(run) => return Ok((registry, Box::new(Run::Mcp(run)))),
-            Err(error) => Err(error),
-        },
-        #[cfg(not(feature = "mcp"))]
-        Command::Mcp { .. } => Err("`mcp` needs the `mcp` feature of tool-service, and this binary was built without it".into()),
-        #[cfg(not(feature = "pulsar"))]
-        Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
-        Command::Call {
-            name,
-            arguments,
-            config,
-            user,
-            id,
-        } => {
-            let call = CallArgs {
+            Ok((Cli::from_arg_matches(&matches)?, settings))
+        });
+        let (cli, settings) = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                let text = error.render().to_string();
+                let _ = if error.use_stderr() {
+                    write!(err, "{text}")
+                } else {
+                    write!(out, "{text}")
+                };
+                return Err(ExitCode::from(error.exit_code().clamp(0, 255) as u8));
+            }
+        };
+        let registry = match Registry::collect() {
+            Ok(registry) => registry,
+            Err(error) => {
+                let _ = writeln!(err, "error: {error}");
+                return Err(ExitCode::FAILURE);
+            }
+        };
+        let done = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
+            Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
+            Command::List => list(&registry, out),
+            #[cfg(feature = "pulsar")]
+            Command::Serve(args) => match super::serve::prepare(args, meta) {
+                Ok(run) => return Ok((registry, Box::new(Run::Serve(run)), settings)),
+                Err(error) => Err(error),
+            },
+            #[cfg(feature = "pulsar")]
+            Command::Announce { target, replace } => {
+                let on_clash = if replace {
+                    crate::announce::OnClash::Replace
+                } else {
+                    crate::announce::OnClash::Refuse
+                };
+                let change = super::announce::Change::Announce(on_clash);
+                return Ok((registry, Box::new(Run::Config(change, target)), None));
+            }
+            #[cfg(feature = "pulsar")]
+            Command::Withdraw { target } => {
+                let change = super::announce::Change::Withdraw;
+                return Ok((registry, Box::new(Run::Config(change, target)), None));
+            }
+            #[cfg(feature = "mcp")]
+            Command::Mcp(args) => match super::mcp::prepare(args, &registry, meta) {
+                Ok(run) => return Ok((registry, Box::new(Run::Mcp(run)), settings)),
+                Err(error) => Err(error),
+            },
+            #[cfg(not(feature = "mcp"))]
+            Command::Mcp { .. } => Err("`mcp` needs the `mcp` feature of tool-service, and this binary was built without it".into()),
+            #[cfg(not(feature = "pulsar"))]
+            Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
+            Command::Call {
                 name,
                 arguments,
                 config,
                 user,
                 id,
-            };
-            return Ok((registry, Box::new(Run::Call(call))));
+            } => {
+                let call = CallArgs {
+                    name,
+                    arguments,
+                    config,
+                    user,
+                    id,
+                };
+                return Ok((registry, Box::new(Run::Call(call)), settings));
+            }
+        };
+        Err(report(done, err))
+    }
+}
+
+/// `command` with the binary's own flags added to the commands that run
+/// handlers; a flag that takes the name, short form or id of one of ours
+/// is refused, naming both.
+fn with_own_args(
+    mut command: clap::Command,
+    augment: fn(clap::Command) -> clap::Command,
+) -> Result<clap::Command, String> {
+    let own = augment(clap::Command::new("own"));
+    if own.get_arguments().next().is_none() {
+        return Ok(command);
+    }
+    let heading = format!("{} options", command.get_name());
+    for name in RUNS_HANDLERS {
+        let Some(ours) = command.find_subcommand(name) else {
+            continue;
+        };
+        for theirs in own.get_arguments() {
+            let help = theirs.get_long() == Some("help") || theirs.get_short() == Some('h');
+            if let Some(clash) = ours.get_arguments().find(|ours| clashes(ours, theirs)) {
+                return Err(format!(
+                    "the binary's own flag {} clashes with `{name} {}`, which tool-service defines; rename it",
+                    describe(theirs),
+                    describe(clash)
+                ));
+            }
+            if help {
+                return Err(format!(
+                    "the binary's own flag {} clashes with `{name} --help (-h)`; rename it",
+                    describe(theirs)
+                ));
+            }
         }
+        command = command.mut_subcommand(name, |sub| {
+            augment(sub.next_help_heading(heading.clone())).next_help_heading(None::<&str>)
+        });
+    }
+    Ok(command)
+}
+
+/// Whether two arguments share an id, a long name or a short one.
+fn clashes(a: &clap::Arg, b: &clap::Arg) -> bool {
+    a.get_id() == b.get_id()
+        || a.get_long().is_some() && a.get_long() == b.get_long()
+        || a.get_short().is_some() && a.get_short() == b.get_short()
+}
+
+/// `--db (field `db`)`, or the short form when it has no long one.
+fn describe(arg: &clap::Arg) -> String {
+    let flag = match (arg.get_long(), arg.get_short()) {
+        (Some(long), Some(short)) => format!("--{long} (-{short})"),
+        (Some(long), None) => format!("--{long}"),
+        (None, Some(short)) => format!("-{short}"),
+        (None, None) => format!("<{}>", arg.get_id()),
     };
-    Err(report(done, err))
+    format!("{flag} (field `{}`)", arg.get_id())
 }
 
 /// The exit code of a command's result, printing its error.

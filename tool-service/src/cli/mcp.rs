@@ -20,11 +20,21 @@ pub(crate) struct McpHttpArgs {
     /// Also answer requests whose `Host` is this name (repeatable; e.g. the
     /// service's name in a container network; `*` answers any). localhost,
     /// 127.0.0.1 and ::1 are always answered.
-    #[arg(long, value_name = "HOST")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_MCP_ALLOWED_HOST",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
     mcp_allowed_host: Vec<String>,
     /// Also accept browser requests from this origin, e.g.
     /// `https://app.example.com` (repeatable; local origins always pass).
-    #[arg(long, value_name = "ORIGIN")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_MCP_ALLOWED_ORIGIN",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
     mcp_allowed_origin: Vec<String>,
 }
 
@@ -52,24 +62,35 @@ impl McpHttpArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct McpArgs {
     /// Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
     listen: Option<SocketAddr>,
     #[command(flatten)]
     http: McpHttpArgs,
-    /// Serve only the tools of this service id (repeatable).
-    #[arg(long, value_name = "SERVICE_ID")]
+    /// Serve only the tools of this service id (repeatable; the variable
+    /// takes a comma-separated list).
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_ONLY",
+        value_delimiter = ',',
+        value_name = "SERVICE_ID"
+    )]
     only: Vec<String>,
     /// Calls each service handles at once; more wait [default: the
     /// service's `concurrency`, else 64].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
     concurrency: Option<u32>,
     /// How long one call may run before it is cancelled and answered with a
     /// `timeout` error, for services whose `timeout` attribute sets none
     /// [default: 600s]. `SERVICE_ID=DURATION` sets one service's timeout.
-    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
+    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
     timeout: Vec<(Option<String>, Duration)>,
     /// Seconds calls in flight may take to finish after SIGINT/SIGTERM.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_GRACE_PERIOD",
+        default_value_t = 30,
+        value_name = "SECONDS"
+    )]
     grace_period: u64,
     #[command(flatten)]
     log: super::LogArgs,

@@ -30,7 +30,7 @@ mod mcp;
 #[cfg(feature = "pulsar")]
 mod serve;
 
-pub use app::{App, HookError};
+pub use app::{App, HookError, NoArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,7 +69,7 @@ pub(super) enum Command {
         target: announce::TargetArgs,
         /// Overwrite tools and services of the same names that belong to
         /// someone else.
-        #[arg(long)]
+        #[arg(long, env = "TOOL_SERVICE_REPLACE", value_parser = clap::builder::BoolishValueParser::new())]
         replace: bool,
     },
     /// Delete this binary's services from TrustGraph's config, with every
@@ -251,13 +251,13 @@ fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
 pub(crate) struct LogArgs {
     /// The most verbose log level shown. `RUST_LOG`, when set, takes its
     /// place (EnvFilter syntax, e.g. `info,tool_service=debug`).
-    #[arg(long, env = "LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
+    #[arg(long, env = "TOOL_SERVICE_LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub(crate) log_level: String,
     /// How log lines are written: `text` for people, `json` for a log
     /// stack (one object per line: timestamp, level, target, message and
     /// the fields of the spans it is in, such as the service and the
     /// request id).
-    #[arg(long, env = "LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
+    #[arg(long, env = "TOOL_SERVICE_LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
     pub(crate) log_format: String,
 }
 
@@ -339,13 +339,13 @@ fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String>
 pub(crate) struct McpTokenArgs {
     /// A file holding the MCP server's bearer token (`Authorization: Bearer
     /// TOKEN`; read once at start, surrounding whitespace ignored).
-    #[arg(long, env = "MCP_TOKEN_FILE", value_name = "FILE")]
+    #[arg(long, env = "TOOL_SERVICE_MCP_TOKEN_FILE", value_name = "FILE")]
     mcp_token_file: Option<PathBuf>,
     /// The bearer token itself. Prefer --mcp-token-file: a file is not
     /// inherited by every child process, as the environment is.
     #[arg(
         long,
-        env = "MCP_TOKEN",
+        env = "TOOL_SERVICE_MCP_TOKEN",
         hide_env_values = true,
         conflicts_with = "mcp_token_file"
     )]
@@ -584,5 +584,62 @@ pub(super) mod tests {
             err.contains("advertised listener names are not supported"),
             "{err}"
         );
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::*;
+
+    /// The variable a flag of a long-running command reads: the broker's
+    /// under TrustGraph's `PULSAR_` names, every other `TOOL_SERVICE_` and
+    /// the flag's name, so that a container's environment configures what
+    /// its command line would.
+    fn expected_env(command: &str, id: &str) -> Option<String> {
+        let name = match (command, id) {
+            // One-off: a dry run is asked for, not deployed.
+            (_, "dry_run") => return None,
+            // The positive twin of --no-metrics, which has the variable.
+            (_, "metrics") => return None,
+            ("announce" | "withdraw", "timeout") => "announce_timeout",
+            ("mcp", "listen") => "mcp_listen",
+            (_, id) => id,
+        };
+        Some(if name.starts_with("pulsar_") {
+            name.to_uppercase()
+        } else {
+            format!("TOOL_SERVICE_{}", name.to_uppercase())
+        })
+    }
+
+    #[test]
+    fn every_flag_of_the_serving_and_config_commands_has_its_variable() {
+        let cli = Cli::command();
+        let commands: &[&str] = &[
+            #[cfg(feature = "pulsar")]
+            "serve",
+            #[cfg(feature = "pulsar")]
+            "announce",
+            #[cfg(feature = "pulsar")]
+            "withdraw",
+            #[cfg(feature = "mcp")]
+            "mcp",
+        ];
+        let mut seen = 0;
+        for &name in commands {
+            let command = cli.find_subcommand(name).unwrap();
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                let env = arg.get_env().map(|env| env.to_string_lossy().into_owned());
+                let expected = if id == "pulsar_host" {
+                    Some(String::from("PULSAR_HOST"))
+                } else {
+                    expected_env(name, id)
+                };
+                assert_eq!(env, expected, "`{name} --{id}`");
+                seen += 1;
+            }
+        }
+        assert!(seen > 0 || commands.is_empty());
     }
 }

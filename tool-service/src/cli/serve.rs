@@ -29,7 +29,7 @@ pub(crate) struct BrokerArgs {
     )]
     pulsar_api_key_file: Option<PathBuf>,
     /// The advertised listener name to look topics up with.
-    #[arg(long)]
+    #[arg(long, env = "PULSAR_LISTENER")]
     pulsar_listener: Option<String>,
     /// A PEM file with the CA that signed the broker's certificate (pulsar+ssl://).
     #[arg(long, env = "PULSAR_TLS_CA_FILE", value_name = "FILE")]
@@ -66,79 +66,96 @@ pub(crate) struct ServeArgs {
     broker: BrokerArgs,
     /// Requests each service handles at once [default: the service's
     /// `concurrency`, else 64].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
     concurrency: Option<u32>,
     /// Requests each service takes ahead of its handlers; beyond that a
     /// non-persistent topic's requests are answered `overloaded` at once.
-    #[arg(long, value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
     receive_window: u32,
-    /// Serve only this service id (repeatable).
-    #[arg(long, value_name = "SERVICE_ID")]
+    /// Serve only this service id (repeatable; the variable takes a
+    /// comma-separated list).
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_ONLY",
+        value_delimiter = ',',
+        value_name = "SERVICE_ID"
+    )]
     only: Vec<String>,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's
     /// announced maximum applies regardless [default: the broker's].
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
+    #[arg(long, env = "TOOL_SERVICE_MAX_MESSAGE_SIZE", value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
     max_message_size: Option<u32>,
     /// Threads that run the handlers [default: one per core]. On a small
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
     /// How long one request may run before it is cancelled and answered
     /// with a `timeout` error, for services whose `timeout` attribute sets
     /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
-    /// timeout, over its attribute. Repeatable; units ms, s, m, h.
-    #[arg(long, value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
+    /// timeout, over its attribute. Repeatable (the variable takes a
+    /// comma-separated list); units ms, s, m, h.
+    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
     timeout: Vec<(Option<String>, std::time::Duration)>,
     /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_GRACE_PERIOD",
+        default_value_t = 30,
+        value_name = "SECONDS"
+    )]
     grace_period: u64,
     /// Serve Prometheus metrics on this port.
-    #[arg(short = 'P', long, default_value_t = crate::metrics::DEFAULT_METRICS_PORT, value_name = "PORT")]
+    #[arg(short = 'P', long, env = "TOOL_SERVICE_METRICS_PORT", default_value_t = crate::metrics::DEFAULT_METRICS_PORT, value_name = "PORT")]
     metrics_port: u16,
     /// The address to serve metrics on; the default, every interface, is
     /// what TrustGraph's processors do and what a scraper in another
     /// container needs.
-    #[arg(long, default_value = "0.0.0.0", value_name = "ADDRESS")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_METRICS_ADDRESS",
+        default_value = "0.0.0.0",
+        value_name = "ADDRESS"
+    )]
     metrics_address: std::net::IpAddr,
     /// Serve Prometheus metrics (the default; see --no-metrics).
     #[arg(long, overrides_with = "no_metrics")]
     metrics: bool,
     /// Do not serve Prometheus metrics.
-    #[arg(long, overrides_with = "metrics")]
+    #[arg(long, env = "TOOL_SERVICE_NO_METRICS", value_parser = clap::builder::BoolishValueParser::new(), overrides_with = "metrics")]
     no_metrics: bool,
     /// Also log each request's user, config and arguments (at info level).
     /// Config often holds credentials: use for debugging only.
-    #[arg(long)]
+    #[arg(long, env = "TOOL_SERVICE_LOG_PAYLOADS", value_parser = clap::builder::BoolishValueParser::new())]
     log_payloads: bool,
     #[command(flatten)]
     log: super::LogArgs,
     /// Once subscribed, announce the services and their tools to
     /// TrustGraph's config service (as the `announce` command does),
     /// retrying with backoff while it does not answer.
-    #[arg(long)]
+    #[arg(long, env = "TOOL_SERVICE_ANNOUNCE", value_parser = clap::builder::BoolishValueParser::new())]
     announce: bool,
     /// The TrustGraph workspace to announce to.
-    #[arg(long, default_value = crate::announce::DEFAULT_WORKSPACE, requires = "announce")]
+    #[arg(long, env = "TOOL_SERVICE_WORKSPACE", default_value = crate::announce::DEFAULT_WORKSPACE, requires = "announce")]
     workspace: String,
     /// Overwrite tools and services of the same names that belong to
     /// someone else (refused otherwise).
-    #[arg(long, requires = "announce")]
+    #[arg(long, env = "TOOL_SERVICE_REPLACE", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
     replace: bool,
     /// Withdraw the announced items at shutdown. Off by default: replicas
     /// share their services, and one stopping must not take the tools away
     /// from the others.
-    #[arg(long, requires = "announce")]
+    #[arg(long, env = "TOOL_SERVICE_WITHDRAW_ON_EXIT", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
     withdraw_on_exit: bool,
     /// How long each attempt waits for the config service's replies before
     /// it is retried; units ms, s, m, h.
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
+    #[arg(long, env = "TOOL_SERVICE_ANNOUNCE_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
     announce_timeout: std::time::Duration,
     /// Also serve every tool over MCP (Streamable HTTP) at
     /// http://HOST:PORT/mcp, in this process; the drain and shutdown
     /// cover both.
     #[cfg(feature = "mcp")]
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
     mcp_listen: Option<std::net::SocketAddr>,
     #[cfg(feature = "mcp")]
     #[command(flatten)]
@@ -147,7 +164,7 @@ pub(crate) struct ServeArgs {
     /// of the MCP server --mcp-listen serves (as other containers reach it,
     /// e.g. http://joke-tools:8900/mcp), with the --mcp-token-file token.
     #[cfg(feature = "mcp")]
-    #[arg(long, value_name = "URL", value_parser = super::parse_mcp_url, requires_all = ["announce", "mcp_listen"])]
+    #[arg(long, env = "TOOL_SERVICE_MCP_URL", value_name = "URL", value_parser = super::parse_mcp_url, requires_all = ["announce", "mcp_listen"])]
     mcp_url: Option<String>,
 }
 

@@ -34,16 +34,33 @@ impl log::Log for ClientLog {
     fn flush(&self) {}
 }
 
-/// The level a client line is logged at. The client says `Retry #0 ->
-/// connecting consumer …` at WARN for every first attempt, so a healthy
-/// start would log a warning per topic: its attempts go at debug, and what
-/// the worker and the connection logic say of an outage stays.
+/// The level a client line is logged at.
+///
+/// - The client says `Retry #0 -> connecting consumer …` at WARN for every
+///   first attempt, so a healthy start would log a warning per topic.
+/// - While the broker is away, the connection, its manager, topic lookups
+///   and retries log a line or two per attempt, at WARN and ERROR; a clean
+///   shutdown after a broker restart logs an ERROR per producer
+///   (`could not close producer …: Disconnected`).
+///
+/// `serve` probes the connection itself and logs one WARN line when it is
+/// lost and one INFO line when it is back (`serve/connection.rs`), so all
+/// of those go at debug. The rest keeps its level.
 fn level_of(level: log::Level, target: &str, message: &str) -> tracing::Level {
+    let reconnecting = matches!(
+        target,
+        "pulsar::connection"
+            | "pulsar::connection_manager"
+            | "pulsar::service_discovery"
+            | "pulsar::retry_op"
+    ) || (target == "pulsar::consumer::engine"
+        && message.starts_with("Broker notification of closed consumer"))
+        // At shutdown, a producer of a connection the broker restart
+        // replaced: nothing is left to close.
+        || (target == "pulsar::producer" && message.starts_with("could not close producer"));
     match level {
+        _ if reconnecting => tracing::Level::DEBUG,
         log::Level::Error => tracing::Level::ERROR,
-        _ if target == "pulsar::retry_op" && message.starts_with("Retry #") => {
-            tracing::Level::DEBUG
-        }
         _ => tracing::Level::WARN,
     }
 }
@@ -55,21 +72,47 @@ mod tests {
     #[test]
     fn connection_attempts_go_at_debug_and_the_rest_keeps_its_level() {
         let attempt = "Retry #0 -> connecting consumer 0 using connection c to broker b to topic t";
+        for (level, target, message) in [
+            (log::Level::Warn, "pulsar::retry_op", attempt),
+            (log::Level::Error, "pulsar::retry_op", attempt),
+            (
+                log::Level::Warn,
+                "pulsar::connection",
+                "retry establish connection on: [Io(..)]",
+            ),
+            (
+                log::Level::Error,
+                "pulsar::connection_manager",
+                "connection error, retrying connection to pulsar://b after 300ms",
+            ),
+            (
+                log::Level::Error,
+                "pulsar::service_discovery",
+                "tried to lookup a topic but connection was closed, reconnecting...",
+            ),
+            (
+                log::Level::Error,
+                "pulsar::consumer::engine",
+                "Broker notification of closed consumer 0: [..]",
+            ),
+        ] {
+            assert_eq!(
+                level_of(level, target, message),
+                tracing::Level::DEBUG,
+                "{message}"
+            );
+        }
         assert_eq!(
-            level_of(log::Level::Warn, "pulsar::retry_op", attempt),
-            tracing::Level::DEBUG
-        );
-        assert_eq!(
-            level_of(log::Level::Warn, "pulsar::connection", attempt),
-            tracing::Level::WARN
-        );
-        assert_eq!(
-            level_of(log::Level::Warn, "pulsar::retry_op", "giving up"),
-            tracing::Level::WARN
-        );
-        assert_eq!(
-            level_of(log::Level::Error, "pulsar::retry_op", attempt),
+            level_of(
+                log::Level::Error,
+                "pulsar::consumer::engine",
+                "could not send ack"
+            ),
             tracing::Level::ERROR
+        );
+        assert_eq!(
+            level_of(log::Level::Warn, "pulsar::producer", "giving up"),
+            tracing::Level::WARN
         );
     }
 }

@@ -7,6 +7,7 @@
 //! only then acknowledged.
 
 mod busy;
+mod connection;
 mod gate;
 mod options;
 mod transport;
@@ -171,6 +172,18 @@ pub struct Serving {
     nodelay: crate::pulsar_compat::nodelay::Ticker,
     /// What to announce, on which client.
     announcing: Option<Announcing>,
+    /// Probes the broker connection while serving.
+    watcher: AbortOnDrop,
+}
+
+/// A task that stops when this is dropped (also when start-up fails after
+/// it was spawned).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The services' announcement, made beside the consumer loops.
@@ -206,17 +219,10 @@ impl Announcing {
     }
 }
 
-/// The metrics server task; stopped when dropped (also when start-up fails
-/// after it was bound).
+/// The metrics server, served while this lives.
 struct MetricsEndpoint {
     address: SocketAddr,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for MetricsEndpoint {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: AbortOnDrop,
 }
 
 impl std::fmt::Debug for Serving {
@@ -275,7 +281,7 @@ impl Serving {
                 ));
                 Some(MetricsEndpoint {
                     address: bound,
-                    server,
+                    _server: AbortOnDrop(server),
                 })
             }
             None => None,
@@ -300,6 +306,7 @@ impl Serving {
             max_message_size,
             "connected to Pulsar"
         );
+        metrics.set_broker_connected(true);
         let nodelay = crate::pulsar_compat::nodelay::keep_applying();
         let mut workers = Vec::with_capacity(services.len());
         for service in services {
@@ -320,6 +327,17 @@ impl Serving {
                 .await?,
             );
         }
+        let watcher = {
+            let probe = connection::pulsar_probe(
+                pulsar.clone(),
+                workers[0].service.request_queue().to_owned(),
+                options.broker.clone(),
+            );
+            let (metrics, url) = (Arc::clone(&metrics), options.broker.url().to_owned());
+            AbortOnDrop(tokio::spawn(async move {
+                connection::watch(probe, &metrics, &url).await;
+            }))
+        };
         tracing::info!(
             services = workers.len(),
             worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
@@ -349,6 +367,7 @@ impl Serving {
             metrics_endpoint,
             nodelay,
             announcing,
+            watcher,
         })
     }
 
@@ -387,6 +406,7 @@ impl Serving {
             metrics_endpoint: _metrics_endpoint,
             nodelay: _nodelay,
             announcing,
+            watcher,
         } = self;
         let (stop, stopped) = watch::channel(false);
         // The announcement is a task of its own: it may wait on the config
@@ -414,6 +434,8 @@ impl Serving {
                 // Not ready from the first moment of the drain, so that
                 // a rollout sends no more requests here.
                 metrics.set_draining();
+                // The drain is no outage: consumers and producers close.
+                drop(watcher);
                 let _ = stop.send(true);
                 collect.await
             }
