@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rusqlite::Connection;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tool_service::metrics::AppMetrics;
 use tool_service::{tool_service, App, HookError, State, ToolError};
 
 /// What a tool of this service fixes.
@@ -154,6 +155,40 @@ impl Passages {
         })
     }
 
+    /// `custom_rag_passages{collection="…"}`: the rows of each collection,
+    /// counted when `/metrics` is scraped (an indexed count, quick beside a
+    /// search).
+    pub fn write_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let counts = connection
+            .prepare_cached(
+                "SELECT collection, count(*) FROM passages GROUP BY collection ORDER BY collection",
+            )
+            .and_then(|mut counts| {
+                counts
+                    .query_map([], |row| {
+                        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            });
+        let Ok(counts) = counts else {
+            return;
+        };
+        out.push_str("# HELP custom_rag_passages Passages in the database, by collection\n");
+        out.push_str("# TYPE custom_rag_passages gauge\n");
+        for (collection, count) in counts {
+            let collection = collection.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(
+                out,
+                "custom_rag_passages{{collection=\"{collection}\"}} {count}"
+            );
+        }
+    }
+
     /// The best `limit` passages of `collection` for `question`, best first.
     pub fn search(
         &self,
@@ -256,7 +291,13 @@ fn main() -> std::process::ExitCode {
         // open the database, and `descriptors` and `list` need none.
         .args::<Settings>()
         .setup(|settings: Settings| async move {
-            Ok::<_, HookError>(State::new().with(Passages::open_at(settings.db).await?))
+            let state = State::new().with(Passages::open_at(settings.db).await?);
+            // Beside tool-service's own on `/metrics`: the rows of each
+            // collection.
+            let passages = state.get::<Passages>().expect("added above");
+            let metrics =
+                AppMetrics::new().with(move |out: &mut String| passages.write_metrics(out));
+            Ok::<_, HookError>(state.with(metrics))
         })
         .shutdown(|state| async move {
             // After the drain: no request uses the database any more.

@@ -382,3 +382,52 @@ async fn a_healthy_start_and_a_clean_stop_log_nothing_at_warn_or_above() {
         "{lines:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_configures_serve_as_its_flags_would() {
+    let port = free_port();
+    let child = std::process::Command::new(support::example("echo"))
+        .env_remove("RUST_LOG")
+        .arg("serve")
+        .envs([
+            ("PULSAR_HOST", support::require_broker()),
+            ("TOOL_SERVICE_METRICS_PORT", port.to_string()),
+            ("TOOL_SERVICE_ONLY", String::from("whoami-service")),
+            ("TOOL_SERVICE_CONCURRENCY", String::from("3")),
+            ("TOOL_SERVICE_LOG_FORMAT", String::from("JSON")),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_until("the replica to be ready", Duration::from_secs(60), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && support::get(port, "/readyz").0.contains("200")
+    })
+    .await;
+    let (_, metrics) = scrape(port);
+    assert!(
+        metrics.contains(r#"processor="whoami-service""#),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains(r#"processor="echo-service""#),
+        "{metrics}"
+    );
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let log = String::from_utf8(output.stderr).unwrap();
+    let serving: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .filter(|line: &serde_json::Value| line["message"] == "serving")
+        .collect();
+    assert_eq!(serving.len(), 1, "{log}");
+    assert_eq!(serving[0]["service"], "whoami-service", "{log}");
+    assert_eq!(serving[0]["concurrency"], 3, "{log}");
+}

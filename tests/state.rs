@@ -54,15 +54,35 @@ fn a_failed_setup_exits_naming_the_flag_and_subscribes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
     let _turn = CUSTOM_RAG.lock().await;
+    let metrics_port = support::free_port();
     let db = temp_db("concurrent.db");
     let db_text = db.to_str().unwrap().to_owned();
     let replica = Replica::spawn_with_env(
         &support::require_broker(),
         "custom_rag",
-        &["--concurrency", "64", "--db", &db_text],
+        &[
+            "--concurrency",
+            "64",
+            "--db",
+            &db_text,
+            "--metrics-port",
+            &metrics_port.to_string(),
+        ],
         &[],
     );
     replica.wait_for_log(" ready", Duration::from_secs(60));
+    // The application's own gauge, after tool-service's families.
+    let passages = |collection: &str| {
+        let (_, text) = support::scrape(metrics_port);
+        assert!(text.contains("# TYPE tg_consumer_state gauge"), "{text}");
+        let prefix = format!("custom_rag_passages{{collection=\"{collection}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in:\n{text}"))
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(passages("customers"), 3);
     assert!(db.exists(), "the setup hook did not create the database");
     let client = support::client("non-persistent", "custom-rag").await;
     let calls = (0..200).map(|n| {
@@ -94,6 +114,7 @@ async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
         )
         .unwrap();
     drop(writer);
+    assert_eq!(passages("customers"), 4);
     let text = client
         .call(
             &json!({"collection": "customers"}),
@@ -147,8 +168,8 @@ fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
     let run = |args: &[&str], env: &[(&str, &str)]| {
         let output = std::process::Command::new(support::example("custom_rag"))
             .args(args)
-            .envs(env.iter().copied())
             .env_remove("CUSTOM_RAG_DB")
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         let text = String::from_utf8(output.stdout).unwrap();
@@ -210,7 +231,7 @@ fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
         assert!(status.success(), "{err}");
         let frame: Value = serde_json::from_str(out.trim()).unwrap();
         let response = frame["response"].as_str().unwrap();
-        assert_eq!(sources(response), ["crm/umbrella"], "{out}");
+        assert_eq!(sources(response)[0], "crm/umbrella", "{out}");
     }
     // Without it, the in-memory samples: no turbines there.
     let (status, out, err) = run(&["call", "query-customers", "--args", question], &[]);

@@ -17,6 +17,11 @@
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //!
+//! The application's own metrics (a pool's size, a cache's hits) are
+//! rendered after these, from an [`AppMetrics`] the setup hook puts in the
+//! [`State`](crate::State): closures that write the text format, or a
+//! `prometheus_client` registry with the `prometheus-client` feature.
+//!
 //! `consumer` is always `request`. Calls that come over MCP (`serve
 //! --mcp-listen`) are counted apart, in samples that also carry
 //! `transport="mcp"`; Pulsar's samples carry no `transport` label, so
@@ -79,6 +84,115 @@ pub struct Metrics {
     draining: AtomicBool,
     /// [`BROKER_UNKNOWN`], [`BROKER_LOST`] or [`BROKER_CONNECTED`].
     broker: AtomicU8,
+    /// The application's own, rendered after ours.
+    app: Mutex<Option<AppMetrics>>,
+}
+
+/// Samples of an application's own, in Prometheus' text format (`# HELP`
+/// and `# TYPE` lines included), written when `/metrics` is scraped.
+///
+/// Closures `Fn(&mut String)` are collectors; so is a
+/// `prometheus_client::registry::Registry`, with the `prometheus-client`
+/// feature (its Prometheus text encoder, the format `/metrics` serves).
+pub trait Collect: Send + Sync + 'static {
+    /// Appends the samples to `out`.
+    fn collect(&self, out: &mut String);
+}
+
+impl<F: Fn(&mut String) + Send + Sync + 'static> Collect for F {
+    fn collect(&self, out: &mut String) {
+        self(out);
+    }
+}
+
+#[cfg(feature = "prometheus-client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus-client")))]
+impl Collect for prometheus_client::registry::Registry {
+    fn collect(&self, out: &mut String) {
+        // Writing to a String cannot fail; a metric's own encoder that
+        // fails leaves what it wrote so far.
+        let _ = prometheus_client::encoding::prometheus_text::encode(out, self);
+    }
+}
+
+/// The application's own metrics, which `serve`'s `/metrics` renders after
+/// tool-service's: put one in the [`State`](crate::State) the setup hook
+/// returns. TrustGraph's families stay as they are; give yours a prefix of
+/// your own.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use tool_service::metrics::{AppMetrics, Metrics};
+/// use tool_service::State;
+///
+/// let hits = Arc::new(AtomicU64::new(3));
+/// let seen = Arc::clone(&hits);
+/// let state = State::new().with(AppMetrics::new().with(move |out: &mut String| {
+///     out.push_str("# HELP tickets_cache_hits_total Cache hits\n");
+///     out.push_str("# TYPE tickets_cache_hits_total counter\n");
+///     out.push_str(&format!("tickets_cache_hits_total {}\n", seen.load(Ordering::Relaxed)));
+/// }));
+///
+/// // What `serve` does with it:
+/// let metrics = Metrics::new();
+/// metrics.add_app_metrics(&state);
+/// assert!(metrics.render().ends_with("tickets_cache_hits_total 3\n"));
+/// ```
+///
+/// With the `prometheus-client` feature, a registry is a collector:
+///
+/// ```
+/// # #[cfg(feature = "prometheus-client")] {
+/// use prometheus_client::metrics::gauge::Gauge;
+/// use prometheus_client::registry::Registry;
+/// use tool_service::metrics::{AppMetrics, Metrics};
+///
+/// let idle: Gauge = Gauge::default();
+/// let mut registry = Registry::default();
+/// registry.register("tickets_pool_idle", "Idle connections", idle.clone());
+/// idle.set(4);
+/// let state = tool_service::State::new().with(AppMetrics::new().with(registry));
+/// let metrics = Metrics::new();
+/// metrics.add_app_metrics(&state);
+/// assert!(metrics.render().contains("\ntickets_pool_idle 4\n"));
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct AppMetrics {
+    collectors: Vec<Arc<dyn Collect>>,
+}
+
+impl fmt::Debug for AppMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppMetrics")
+            .field("collectors", &self.collectors.len())
+            .finish()
+    }
+}
+
+impl AppMetrics {
+    /// No collectors yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// These metrics and `collector`'s, rendered in the order added.
+    #[must_use]
+    pub fn with(mut self, collector: impl Collect) -> Self {
+        self.collectors.push(Arc::new(collector));
+        self
+    }
+
+    fn collect(&self, out: &mut String) {
+        for collector in &self.collectors {
+            let start = out.len();
+            collector.collect(out);
+            if out.len() > start && !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
 }
 
 /// No broker connection to speak of (nothing served on Pulsar yet).
@@ -152,6 +266,14 @@ impl Metrics {
             BROKER_LOST
         };
         self.broker.store(state, Ordering::Relaxed);
+    }
+
+    /// Renders the [`AppMetrics`] in `state`, if it has one, after ours
+    /// (`serve` calls it with the setup hook's state).
+    pub fn add_app_metrics(&self, state: &crate::State) {
+        if let Some(app) = state.get::<AppMetrics>() {
+            *self.app.lock().unwrap_or_else(PoisonError::into_inner) = Some((*app).clone());
+        }
     }
 
     fn broker_lost(&self) -> bool {
@@ -318,6 +440,14 @@ impl Metrics {
             let _ = writeln!(out, "# HELP {name} Whether the Pulsar broker answers");
             let _ = writeln!(out, "# TYPE {name} gauge");
             let _ = writeln!(out, "{name} {}", u8::from(broker == BROKER_CONNECTED));
+        }
+        let app = self
+            .app
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(app) = app {
+            app.collect(&mut out);
         }
         out
     }

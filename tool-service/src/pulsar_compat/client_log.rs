@@ -55,6 +55,9 @@ fn level_of(level: log::Level, target: &str, message: &str) -> tracing::Level {
             | "pulsar::retry_op"
     ) || (target == "pulsar::consumer::engine"
         && message.starts_with("Broker notification of closed consumer"))
+        // Producers and consumers moving to the new connection.
+        || (target.starts_with("pulsar::producer") || target.starts_with("pulsar::consumer"))
+            && message.starts_with("reconnecting ")
         // At shutdown, a producer of a connection the broker restart
         // replaced: nothing is left to close.
         || (target == "pulsar::producer" && message.starts_with("could not close producer"));
