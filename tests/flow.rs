@@ -487,3 +487,63 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
     let reports = server.join().unwrap();
     assert_eq!(reports["it-flow-where-slow-service"].answered, 12);
 }
+
+/// The peak resident set of process `pid` so far, in MiB.
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().strip_suffix("kB"))
+        .map(|value| value.trim().parse().unwrap())
+        .expect("VmHWM in /proc/PID/status");
+    kib / 1024
+}
+
+/// The flood: 100 requests of 4 MB on a persistent topic, queued
+/// behind a handler that sleeps 2 s. The byte budget keeps what the replica
+/// holds, in its own queues and in the Pulsar client's, bounded; every
+/// request is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_large_requests_stays_within_the_byte_budget() {
+    const REQUESTS: usize = 100;
+    let replica = support::Replica::start("echo", &["--only", "durable-echo-service"]);
+    let pid = replica.child.id();
+    let baseline = peak_rss_mib(pid);
+    let mut raw = support::RawTopic::open("persistent", "durable-echo").await;
+    let text = "x".repeat(4 * 1024 * 1024);
+    let payload = serde_json::to_vec(&json!({
+        "user": "flood",
+        "config": "{}",
+        "arguments": json!({"text": text, "delay_ms": 2000}).to_string(),
+    }))
+    .unwrap();
+    let mut receipts = Vec::with_capacity(REQUESTS);
+    for n in 0..REQUESTS {
+        let mut message = tool_service::broker::pulsar::producer::Message {
+            payload: payload.clone(),
+            ..Default::default()
+        };
+        message.properties.insert("id".into(), format!("flood-{n}"));
+        receipts.push(raw.producer.send_non_blocking(message).await.unwrap());
+    }
+    for receipt in receipts {
+        receipt.await.unwrap();
+    }
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < REQUESTS {
+        let (id, frame) = raw.receive().await;
+        let id = id.expect("an id");
+        assert_eq!(frame.error, None, "{id}");
+        assert_eq!(frame.response.len(), text.len(), "{id}");
+        answered.insert(id);
+    }
+    let peak = peak_rss_mib(pid);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{lines:#?}");
+    eprintln!("peak RSS {peak} MiB under the flood ({baseline} MiB before it)");
+    assert!(
+        peak < 400,
+        "the replica's peak RSS was {peak} MiB under a flood of {REQUESTS} requests of 4 MB (target: under 400 MiB)"
+    );
+}

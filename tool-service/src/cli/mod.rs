@@ -376,6 +376,42 @@ fn parse_mcp_url(text: &str) -> Result<String, String> {
     }
 }
 
+/// A size in bytes: a number, with an optional unit (`B`, `KB`, `KiB`,
+/// `MB`, `MiB`, `GB`, `GiB`, any case).
+#[cfg(feature = "pulsar")]
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit = unit.trim();
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{unit}` is not a unit of size; use B, KB, KiB, MB, MiB, GB or GiB, e.g. 128MiB"
+            ))
+        }
+    };
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; give a number and a unit, e.g. 128MiB"))?;
+    number
+        .checked_mul(scale)
+        .filter(|&bytes| bytes > 0)
+        .and_then(|bytes| usize::try_from(bytes).ok())
+        .ok_or_else(|| {
+            format!("`{text}` is not a usable size: it must be above zero and fit in memory")
+        })
+}
+
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
     match text.rsplit_once('=') {
@@ -590,6 +626,36 @@ pub(super) mod tests {
 #[cfg(test)]
 mod env_tests {
     use super::*;
+
+    #[test]
+    #[cfg(feature = "pulsar")]
+    fn sizes_take_units_in_any_case() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("64 mib"), Ok(64 << 20));
+        assert_eq!(parse_size("500MB"), Ok(500_000_000));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("2kb"), Ok(2000));
+        assert!(parse_size("0").unwrap_err().contains("above zero"));
+        assert!(parse_size("12 parsecs")
+            .unwrap_err()
+            .contains("not a unit of size"));
+        assert!(parse_size("MiB").unwrap_err().contains("not a size"));
+        assert!(parse_size("99999999999GiB").is_err());
+    }
+
+    #[test]
+    #[cfg(feature = "pulsar")]
+    fn the_memory_budget_flag_defaults_to_the_library_default() {
+        let cli = Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        let flag = serve
+            .get_arguments()
+            .find(|arg| arg.get_id() == "memory_budget")
+            .unwrap();
+        let default = flag.get_default_values()[0].to_str().unwrap();
+        assert_eq!(parse_size(default), Ok(crate::serve::DEFAULT_MEMORY_BUDGET));
+    }
 
     /// The variable a flag of a long-running command reads: the broker's
     /// under TrustGraph's `PULSAR_` names, every other `TOOL_SERVICE_` and

@@ -6,6 +6,7 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
+mod budget;
 mod busy;
 mod connection;
 mod gate;
@@ -22,8 +23,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub use options::{
-    AnnounceOptions, ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD, DEFAULT_TIMEOUT,
-    RECEIVE_WINDOW,
+    AnnounceOptions, ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD,
+    DEFAULT_MEMORY_BUDGET, DEFAULT_TIMEOUT, RECEIVE_WINDOW,
 };
 
 use crate::metrics::Metrics;
@@ -309,6 +310,7 @@ impl Serving {
         );
         metrics.set_broker_connected(true);
         let nodelay = crate::pulsar_compat::nodelay::keep_applying();
+        let budget = budget::Budget::new(options.memory_budget);
         let mut workers = Vec::with_capacity(services.len());
         for service in services {
             workers.push(
@@ -323,6 +325,7 @@ impl Serving {
                         timeout: options.timeout_of(service),
                         log_payloads: options.log_payloads,
                         max_message_size,
+                        budget: Arc::clone(&budget),
                     },
                 )
                 .await?,

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use super::budget::DEFAULT_MEMORY_BUDGET;
 pub use crate::dispatch::{DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
 
 use crate::broker::BrokerOptions;
@@ -44,6 +45,13 @@ pub struct ServeOptions {
     /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
     /// default here, `0.0.0.0:8000` from the command line.
     pub metrics: Option<SocketAddr>,
+    /// The request bytes a replica holds in memory at once, queued and
+    /// running, over every service (default [`DEFAULT_MEMORY_BUDGET`]).
+    /// Over it, a persistent topic is not read until answers free some, and
+    /// a non-persistent topic's requests are answered `overloaded` at once.
+    /// A request larger than the budget still runs, alone. The Pulsar
+    /// client's read-ahead on persistent topics is sized to fit it too.
+    pub memory_budget: usize,
     /// The largest response message to publish, in bytes, when it must be
     /// below what the broker announces (e.g. a topic policy sets a lower
     /// `maxMessageSize`). The broker's own limit always applies.
@@ -138,6 +146,7 @@ impl ServeOptions {
             concurrency: None,
             only: Vec::new(),
             receive_window: None,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
             grace_period: DEFAULT_GRACE_PERIOD,
             timeout: DEFAULT_TIMEOUT,
             service_timeouts: Vec::new(),

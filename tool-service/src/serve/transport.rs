@@ -169,7 +169,12 @@ async fn consumer(
         .with_subscription(service.subscription())
         .with_subscription_type(SubType::Shared)
         .with_batch_size(u32::try_from(permits).unwrap_or(u32::MAX))
-        .with_options(ConsumerOptions::default().with_initial_position(InitialPosition::Latest))
+        .with_options(
+            ConsumerOptions::default()
+                .with_initial_position(InitialPosition::Latest)
+                // The client's queue holds as many as the broker may push.
+                .with_receiver_queue_size(u32::try_from(permits).unwrap_or(u32::MAX)),
+        )
         .build::<Vec<u8>>()
         .await
 }

@@ -22,6 +22,7 @@ use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{watch, Mutex};
 use tracing::Instrument;
 
+use super::budget::{Budget, Held};
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
 use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
@@ -34,14 +35,19 @@ use crate::wire::{Frame, Request, UNKNOWN_ID};
 use crate::{Service, State, ToolError};
 
 /// How much one service's worker takes on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Limits {
     pub(super) concurrency: usize,
     pub(super) window: usize,
     pub(super) timeout: Duration,
     pub(super) log_payloads: bool,
     pub(super) max_message_size: usize,
+    /// The replica's byte budget, shared by every service's worker.
+    pub(super) budget: Arc<Budget>,
 }
+
+/// A request as the worker keeps it: held against the byte budget.
+type Msg<R> = Held<<R as Requests>::Message>;
 
 /// Where a service's responses go out. One per service, so the size of the
 /// owned publisher costs nothing, and the hot path needs no indirection.
@@ -71,8 +77,10 @@ impl<P: Responses> Output<P> {
 /// What the loop waits for next.
 enum Event<M, RE, E> {
     Stop,
+    /// The byte budget has room again.
+    Room,
     Received(Option<Result<M, RE>>),
-    Settled(Settled<M, E>),
+    Settled(Settled<Held<M>, E>),
 }
 
 /// The worker of a service served on Pulsar.
@@ -93,11 +101,12 @@ pub(super) struct Worker<R: Requests, P: Responses> {
     gate: Arc<Gate>,
     requests: R,
     output: Output<P>,
-    busy: Busy<R::Message, P::Error, P::Receipt>,
+    busy: Busy<Msg<R>, P::Error, P::Receipt>,
     /// Requests taken from the broker but not started yet. Reading ahead
     /// keeps the client library from stalling, which on a non-persistent
     /// topic would make the broker drop requests silently.
-    backlog: VecDeque<R::Message>,
+    backlog: VecDeque<Msg<R>>,
+    budget: Arc<Budget>,
     report: ServiceReport,
 }
 
@@ -114,9 +123,13 @@ impl PulsarWorker {
         let response_queue = service.response_queue();
         // Flow permits: a persistent topic holds back what a replica has no
         // room for (so replicas share fairly); a non-persistent one drops it,
-        // so there the client library may always read ahead.
+        // so there the client library may always read ahead. The client
+        // holds up to twice its permits (its queue, and what the broker may
+        // still push), so a persistent topic's permits are also bounded by
+        // the byte budget at the largest message size.
         let permits = if request_queue.starts_with("persistent://") {
-            limits.window
+            let fit = limits.budget.limit() / (2 * limits.max_message_size.max(1));
+            limits.window.min(fit.max(1))
         } else {
             limits.window.max(super::RECEIVE_WINDOW)
         };
@@ -169,6 +182,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 .with_max_message_size(limits.max_message_size),
             log_payloads: limits.log_payloads,
             metrics,
+            budget: limits.budget,
             gate: Arc::default(),
             requests,
             output: if service.is_streaming() {
@@ -193,15 +207,19 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             // A persistent topic keeps what we do not take; a non-persistent
             // one drops it, so there we always read and answer what does not
             // fit with an `overloaded` error.
-            let read = !self.persistent || self.backlog.len() < self.window;
+            let spent = self.persistent && self.budget.is_spent();
+            let read = !spent && (!self.persistent || self.backlog.len() < self.window);
             let event = tokio::select! {
                 biased;
                 () = stop_requested(&mut stopped) => Event::Stop,
                 settled = self.busy.settled() => Event::Settled(settled),
+                // Another service's requests may be what spends it.
+                () = self.budget.room(), if spent => Event::Room,
                 next = self.requests.next(), if read => Event::Received(next),
             };
             match event {
                 Event::Stop => break,
+                Event::Room => {}
                 Event::Settled(settled) => self.settle(settled).await,
                 Event::Received(next) => {
                     if !self.received(next, &mut stopped).await {
@@ -281,7 +299,20 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     ) -> bool {
         match next {
             Some(Ok(message)) => {
-                if self.busy.len() < self.concurrency {
+                let bytes = R::payload(&message).len();
+                let over_budget = !self.persistent && self.budget.refuses(bytes);
+                let message = self.budget.hold(message, bytes);
+                if over_budget {
+                    let error = ToolError::with_type(
+                        ToolError::OVERLOADED,
+                        format!(
+                            "the service holds as many requests as its memory budget allows ({} of {} MiB); try again later",
+                            self.budget.held().div_ceil(1 << 20),
+                            self.budget.limit() >> 20
+                        ),
+                    );
+                    self.take(message, Some(error)).await;
+                } else if self.busy.len() < self.concurrency {
                     self.take(message, None).await;
                 } else if self.backlog.len() < self.window {
                     self.backlog.push_back(message);
@@ -337,7 +368,11 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             match self.requests.resubscribe().await {
                 Ok(handed_over) => {
                     let count = handed_over.len();
-                    self.backlog.extend(handed_over);
+                    let budget = &self.budget;
+                    self.backlog.extend(handed_over.into_iter().map(|message| {
+                        let bytes = R::payload(&message).len();
+                        budget.hold(message, bytes)
+                    }));
                     tracing::info!(
                         service = self.service.id(),
                         handed_over = count,
@@ -358,7 +393,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
 
     /// Handles what settled, then starts waiting requests while there is
     /// room. The one handler of the loop and of the drain.
-    async fn settle(&mut self, settled: Settled<R::Message, P::Error>) {
+    async fn settle(&mut self, settled: Settled<Msg<R>, P::Error>) {
         match settled {
             Settled::Confirmed(sent, Ok(())) => self.confirmed(sent).await,
             Settled::Confirmed(sent, Err(error)) => {
@@ -395,7 +430,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     }
 
     /// Takes on one request: serves it, or answers it with `refusal` at once.
-    async fn take(&mut self, message: R::Message, refusal: Option<ToolError>) {
+    async fn take(&mut self, message: Msg<R>, refusal: Option<ToolError>) {
         if self.log_payloads {
             log_payload(R::payload(&message));
         }
@@ -457,7 +492,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// otherwise run as a task.
     async fn answer(
         &mut self,
-        message: R::Message,
+        message: Msg<R>,
         id: String,
         timing: (InFlight, Instant),
         span: tracing::Span,
@@ -518,7 +553,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// Publishes an answer (`notice`: the `send-failed` notice that replaced
     /// one) and keeps its receipt. A send that fails at once is handled as
     /// a failed receipt.
-    async fn send(&mut self, mut answer: Answer<R::Message>, mut notice: bool) {
+    async fn send(&mut self, mut answer: Answer<Msg<R>>, mut notice: bool) {
         loop {
             match self.output.send(&answer.id, answer.frame.encode()).await {
                 Ok(receipt) => return self.busy.await_receipt(Sent { answer, notice }, receipt),
@@ -531,7 +566,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     }
 
     /// The broker has an answer.
-    async fn confirmed(&mut self, sent: Sent<R::Message>) {
+    async fn confirmed(&mut self, sent: Sent<Msg<R>>) {
         let Sent { answer, notice } = sent;
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
@@ -561,7 +596,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// acknowledged: answered). When that notice is what failed, the broker
     /// is unreachable for now, and the request is returned to it after
     /// [`RETURN_DELAY`] (redelivered on a persistent topic).
-    fn failed(&mut self, sent: Sent<R::Message>, error: &P::Error) -> Option<Answer<R::Message>> {
+    fn failed(&mut self, sent: Sent<Msg<R>>, error: &P::Error) -> Option<Answer<Msg<R>>> {
         let cause = P::describe(error);
         let Sent { mut answer, notice } = sent;
         if notice {
@@ -604,8 +639,8 @@ async fn stream<R: Requests, P: Responses>(
     state: State,
     limits: dispatch::Limits,
     responses: Arc<Mutex<P>>,
-    mut answer: Answer<R::Message>,
-) -> Done<R::Message, P::Error> {
+    mut answer: Answer<Msg<R>>,
+) -> Done<Msg<R>, P::Error> {
     let mut sink = ChunkSink {
         responses: &responses,
         last: None,

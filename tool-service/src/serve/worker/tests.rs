@@ -351,6 +351,7 @@ fn limits(concurrency: usize, window: usize) -> Limits {
         timeout: Duration::from_secs(3600),
         log_payloads: false,
         max_message_size: 5 * 1024 * 1024,
+        budget: super::Budget::new(usize::MAX),
     }
 }
 
@@ -550,6 +551,115 @@ async fn on_a_persistent_topic_the_worker_stops_reading_when_its_window_is_full(
     assert_eq!(held.started.load(Ordering::SeqCst), 1);
     assert!(broker.seen().is_empty(), "{:?}", broker.seen());
     held.open.add_permits(3);
+    broker
+        .until("all acknowledged", |b| {
+            ["1", "2", "3"]
+                .iter()
+                .all(|id| b.settled(id, false).is_some())
+        })
+        .await;
+    let report = running.stop().await;
+    assert_eq!((report.answered, report.refused), (3, 0));
+}
+
+/// Limits with a byte budget of `bytes` (a `{}` request is 32 bytes).
+fn budgeted(concurrency: usize, window: usize, bytes: usize) -> Limits {
+    Limits {
+        budget: super::Budget::new(bytes),
+        ..limits(concurrency, window)
+    }
+}
+
+const EMPTY_REQUEST: &str = r#"{"config":"{}","arguments":"{}"}"#;
+
+#[tokio::test(start_paused = true)]
+async fn over_the_byte_budget_a_non_persistent_request_is_overloaded_and_a_large_one_runs_alone() {
+    assert_eq!(EMPTY_REQUEST.len(), 32);
+    let broker = Broker::new();
+    let (held, state) = held_state();
+    let running = start(
+        "worker-tests-held-service",
+        state,
+        budgeted(4, 4, 70),
+        &broker,
+        Duration::from_secs(5),
+    );
+    for id in ["1", "2", "3"] {
+        running.deliver(id, "{}");
+    }
+    broker
+        .until("3 refused", |b| !b.frames("3").is_empty())
+        .await;
+    assert_eq!(held.started.load(Ordering::SeqCst), 2);
+    let refusal = &broker.frames("3")[0];
+    assert_eq!(error_kind(refusal), Some(ToolError::OVERLOADED));
+    assert!(
+        refusal
+            .error
+            .as_ref()
+            .unwrap()
+            .message()
+            .contains("memory budget"),
+        "{refusal:?}"
+    );
+    held.open.add_permits(2);
+    broker
+        .until("1 and 2 acknowledged", |b| {
+            b.settled("1", false).is_some() && b.settled("2", false).is_some()
+        })
+        .await;
+    // Nothing held: a request three times the budget is taken, and runs.
+    let big = format!(
+        r#"{{"user":"{}","config":"{{}}","arguments":"{{}}"}}"#,
+        "u".repeat(200)
+    );
+    running.deliver_payload("big", big.into_bytes());
+    broker
+        .until("big started", |_| held.started.load(Ordering::SeqCst) == 3)
+        .await;
+    // While it runs, even a small one is refused.
+    running.deliver("small", "{}");
+    broker
+        .until("small refused", |b| !b.frames("small").is_empty())
+        .await;
+    assert_eq!(
+        error_kind(&broker.frames("small")[0]),
+        Some(ToolError::OVERLOADED)
+    );
+    held.open.add_permits(1);
+    broker
+        .until("big acknowledged", |b| b.settled("big", false).is_some())
+        .await;
+    assert_eq!(broker.frames("big")[0].response, "released");
+    let report = running.stop().await;
+    assert_eq!((report.answered, report.refused), (5, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_the_byte_budget_a_persistent_topic_is_not_read_until_answers_free_some() {
+    let broker = Broker::new();
+    let (held, state) = held_state();
+    let running = start(
+        "worker-tests-queued-service",
+        state,
+        budgeted(4, 4, 60),
+        &broker,
+        Duration::from_secs(5),
+    );
+    for id in ["1", "2", "3"] {
+        running.deliver(id, "{}");
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    // 64 bytes held of 60: spent, so the third stays with the broker.
+    assert_eq!(broker.received(), 2, "read past the byte budget");
+    assert_eq!(held.started.load(Ordering::SeqCst), 2);
+    held.open.add_permits(1);
+    broker
+        .until("the third read and started", |b| {
+            b.received() == 3 && held.started.load(Ordering::SeqCst) == 3
+        })
+        .await;
+    held.open.add_permits(2);
     broker
         .until("all acknowledged", |b| {
             ["1", "2", "3"]
