@@ -28,6 +28,9 @@ cargo check -p tool-service --locked --no-default-features --features pulsar
 cargo check -p tool-service --locked --no-default-features --features mcp
 cargo check -p tool-service --locked --no-default-features --features cli,mcp
 cargo test -p tool-service --locked --no-default-features
+# The application metrics of a prometheus_client registry.
+cargo clippy -p tool-service --all-targets --locked --features prometheus-client -- -D warnings
+cargo test -p tool-service --locked --features prometheus-client -- metrics
 for crate in "tool-service --no-default-features" library-tools; do
   # shellcheck disable=SC2086
   if cargo tree -p $crate --edges normal --prefix none | grep -E '^(pulsar|rustls|clap|tracing-subscriber|rmcp|hyper) '; then
