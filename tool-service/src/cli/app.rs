@@ -701,6 +701,68 @@ mod tests {
         assert!(err.contains("--worker-threads sizes the runtime"), "{err}");
     }
 
+    #[derive(Debug, clap::Args)]
+    struct Clashing {
+        /// Takes `serve`'s name.
+        #[arg(long)]
+        grace_period: Option<u64>,
+    }
+
+    #[derive(Debug, clap::Args)]
+    struct Own {
+        /// A flag of the binary's own.
+        #[arg(long, default_value_t = 4)]
+        pool_size: u32,
+    }
+
+    #[test]
+    #[cfg(any(feature = "pulsar", feature = "mcp"))]
+    fn the_binarys_own_flags_reach_the_setup_and_a_clash_is_refused() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let store = Arc::clone(&seen);
+        let app = App::new().args::<Own>().setup(move |own: Own| async move {
+            *store.lock().unwrap() = Some(own.pool_size);
+            Ok::<_, HookError>(State::new())
+        });
+        let (_, _, err) = run_app(app, &["bin", "call", "nothing", "--pool-size", "9"]);
+        assert!(err.contains("no tool or service named"), "{err}");
+        assert_eq!(*seen.lock().unwrap(), Some(9));
+        // `list` does not take them.
+        let (code, _, err) = run_app(
+            App::new().args::<Own>(),
+            &["bin", "list", "--pool-size", "9"],
+        );
+        assert_eq!(code, ExitCode::from(2), "{err}");
+        // A setup given before `args` still runs.
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        let app = App::new()
+            .setup(move || async move {
+                flag.store(true, Ordering::SeqCst);
+                Ok::<_, HookError>(State::new())
+            })
+            .args::<Own>();
+        run_app(app, &["bin", "call", "nothing"]);
+        assert!(ran.load(Ordering::SeqCst));
+        let (code, _, err) = run_app(App::new().args::<Clashing>(), &["bin", "list"]);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert!(
+            err.contains("--grace-period (field `grace_period`)") && err.contains("rename it"),
+            "{err}"
+        );
+    }
+
+    fn run_app<A: 'static>(app: App<A>, args: &[&str]) -> (ExitCode, String, String) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let code = app.run_from(args.iter().copied(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
     #[test]
     fn run_inside_a_runtime_says_what_to_use_instead() {
         let runtime = tokio::runtime::Builder::new_current_thread()
