@@ -431,3 +431,149 @@ async fn the_environment_configures_serve_as_its_flags_would() {
     assert_eq!(serving[0]["service"], "whoami-service", "{log}");
     assert_eq!(serving[0]["concurrency"], 3, "{log}");
 }
+
+/// `deploy/`'s recipe agrees with what the binary serves and accepts: no
+/// container runtime or cluster runs here, so the manifest's arguments run
+/// the joke example itself (with a free port for its 8000, the test's
+/// broker and a token file of the test's), and its probe paths are probed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployment_recipe_matches_what_the_binary_serves() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{root}/deploy/kubernetes.yaml")).unwrap();
+    let dockerfile = std::fs::read_to_string(format!("{root}/deploy/Dockerfile")).unwrap();
+    // Every `key: value` of the manifest, in a block or a `{…}` map.
+    let field = |key: &str| -> Vec<String> {
+        let needle = format!("{key}: ");
+        let mut values = Vec::new();
+        for line in manifest
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+        {
+            for (at, _) in line.match_indices(&needle) {
+                let rest = &line[at + needle.len()..];
+                let end = rest.find([',', '}']).unwrap_or(rest.len());
+                values.push(rest[..end].trim().trim_matches('"').to_owned());
+            }
+        }
+        values
+    };
+    let one = |key: &str| -> String {
+        let values = field(key);
+        assert_eq!(
+            values.len(),
+            1,
+            "`{key}` in deploy/kubernetes.yaml: {values:?}"
+        );
+        values[0].clone()
+    };
+    let args_line = manifest
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("args: "))
+        .expect("the container's args");
+    let args: Vec<String> = serde_json::from_str(args_line).expect("args as a flow list");
+    let after = |flag: &str| -> String {
+        let at = args
+            .iter()
+            .position(|arg| arg == flag)
+            .unwrap_or_else(|| panic!("{flag} in args"));
+        args[at + 1].clone()
+    };
+    // Ports: the flag, the container port, the scrape annotation, EXPOSE.
+    let port = after("--metrics-port");
+    assert_eq!(one("containerPort"), port);
+    assert_eq!(one("prometheus.io/port"), port);
+    assert!(
+        dockerfile.contains(&format!("\nEXPOSE {port}\n")),
+        "EXPOSE {port}"
+    );
+    // The kubelet waits longer than the drain may take.
+    let grace: u64 = after("--grace-period").parse().unwrap();
+    let termination: u64 = one("terminationGracePeriodSeconds").parse().unwrap();
+    assert!(
+        termination > grace,
+        "terminationGracePeriodSeconds {termination} <= --grace-period {grace}"
+    );
+    // The token file is in the Secret's mount.
+    let env_names = field("name");
+    let env_values = field("value");
+    let env_of = |name: &str| {
+        let at = env_names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("env {name}"));
+        // `name:` also names the deployment, the container, the port and
+        // the volume before the env list; values come only from env items.
+        let first_env = env_names.iter().position(|n| n == "PULSAR_HOST").unwrap();
+        env_values[at - first_env].clone()
+    };
+    let token_file = env_of("PULSAR_API_KEY_FILE");
+    let mount = one("mountPath");
+    assert!(
+        token_file.starts_with(&format!("{mount}/")),
+        "{token_file} not under {mount}"
+    );
+    // The image runs the binary as a non-root user, with the manifest's
+    // command first.
+    assert!(dockerfile.contains("\nUSER nonroot\n") && manifest.contains("runAsNonRoot: true"));
+    assert!(dockerfile.contains("ENTRYPOINT [\"/usr/local/bin/joke\"]"));
+    assert_eq!(args[0], "serve");
+    let paths = field("path");
+    for path in ["/readyz", "/livez", "/metrics"] {
+        assert!(paths.iter().any(|p| p == path), "{path} in {paths:?}");
+    }
+
+    // Run it with those arguments.
+    let dir = std::env::temp_dir().join(format!("tool-service-deploy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "deploy-test-token\n").unwrap();
+    let free = free_port();
+    let run_args: Vec<String> = args
+        .iter()
+        .map(|arg| {
+            if *arg == port {
+                free.to_string()
+            } else {
+                arg.clone()
+            }
+        })
+        .collect();
+    let child = std::process::Command::new(support::example("joke"))
+        .env_remove("RUST_LOG")
+        .args(&run_args)
+        .env("PULSAR_HOST", support::require_broker())
+        .env("PULSAR_API_KEY_FILE", &token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_until(
+        "the readiness probe to pass",
+        Duration::from_secs(60),
+        || {
+            std::net::TcpStream::connect(("127.0.0.1", free)).is_ok()
+                && support::get(free, "/readyz").0.contains("200")
+        },
+    )
+    .await;
+    assert!(support::get(free, "/livez").0.contains("200"));
+    let (status, metrics) = support::get(free, "/metrics");
+    assert!(
+        status.contains("200") && metrics.contains("tg_tool_service_broker_connected 1"),
+        "{metrics}"
+    );
+    let stopping = std::time::Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(stopping.elapsed() < Duration::from_secs(grace));
+    let log = String::from_utf8(output.stderr).unwrap();
+    for line in log.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|_| panic!("not JSON: {line}"));
+    }
+    assert!(!log.contains("deploy-test-token"), "{log}");
+}
