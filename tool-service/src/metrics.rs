@@ -86,6 +86,52 @@ pub struct Metrics {
     broker: AtomicU8,
     /// The application's own, rendered after ours.
     app: Mutex<Option<AppMetrics>>,
+    /// The application's own readiness condition.
+    app_ready: Mutex<Option<ReadinessCheck>>,
+}
+
+/// A readiness condition of the application's own (its database answers,
+/// its cache is warm), which `GET /readyz` checks beside tool-service's:
+/// put one in the [`State`](crate::State) the setup hook returns.
+///
+/// The check runs on every probe and must not block: for a condition that
+/// takes I/O to learn, let a task of the setup hook's keep a flag current,
+/// and read the flag here.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use tool_service::metrics::{Metrics, ReadinessCheck};
+/// use tool_service::State;
+///
+/// let db_up = Arc::new(AtomicBool::new(false));
+/// let seen = Arc::clone(&db_up);
+/// let state = State::new().with(ReadinessCheck::new(move || {
+///     if seen.load(Ordering::Relaxed) { Ok(()) } else { Err("the database does not answer".into()) }
+/// }));
+///
+/// // What `serve` does with it:
+/// let metrics = Metrics::new();
+/// metrics.add_state(&state);
+/// metrics.service("tickets-service").set_running(true);
+/// assert_eq!(metrics.readiness().unwrap_err(), "not ready: the database does not answer\n");
+/// db_up.store(true, Ordering::Relaxed);
+/// assert!(metrics.readiness().is_ok());
+/// ```
+#[derive(Clone)]
+pub struct ReadinessCheck(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl ReadinessCheck {
+    /// A check that says why the application is not ready, or `Ok(())`.
+    pub fn new(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(check))
+    }
+}
+
+impl fmt::Debug for ReadinessCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReadinessCheck")
+    }
 }
 
 /// Samples of an application's own, in Prometheus' text format (`# HELP`
@@ -136,7 +182,7 @@ impl Collect for prometheus_client::registry::Registry {
 ///
 /// // What `serve` does with it:
 /// let metrics = Metrics::new();
-/// metrics.add_app_metrics(&state);
+/// metrics.add_state(&state);
 /// assert!(metrics.render().ends_with("tickets_cache_hits_total 3\n"));
 /// ```
 ///
@@ -154,7 +200,7 @@ impl Collect for prometheus_client::registry::Registry {
 /// idle.set(4);
 /// let state = tool_service::State::new().with(AppMetrics::new().with(registry));
 /// let metrics = Metrics::new();
-/// metrics.add_app_metrics(&state);
+/// metrics.add_state(&state);
 /// assert!(metrics.render().contains("\ntickets_pool_idle 4\n"));
 /// # }
 /// ```
@@ -268,11 +314,18 @@ impl Metrics {
         self.broker.store(state, Ordering::Relaxed);
     }
 
-    /// Renders the [`AppMetrics`] in `state`, if it has one, after ours
-    /// (`serve` calls it with the setup hook's state).
-    pub fn add_app_metrics(&self, state: &crate::State) {
+    /// Renders the [`AppMetrics`] in `state` after ours, and makes its
+    /// [`ReadinessCheck`] a condition of [`Self::readiness`], for those it
+    /// has (`serve` calls it with the setup hook's state).
+    pub fn add_state(&self, state: &crate::State) {
         if let Some(app) = state.get::<AppMetrics>() {
             *self.app.lock().unwrap_or_else(PoisonError::into_inner) = Some((*app).clone());
+        }
+        if let Some(check) = state.get::<ReadinessCheck>() {
+            *self
+                .app_ready
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some((*check).clone());
         }
     }
 
@@ -282,8 +335,9 @@ impl Metrics {
 
     /// Whether the process is ready for requests, as `GET /readyz` says:
     /// at least one service is served on Pulsar, the broker is connected,
-    /// every service is subscribed (its consumer `running`), and shutdown
-    /// has not begun. Otherwise the conditions that fail, one per line.
+    /// every service is subscribed (its consumer `running`), the
+    /// application's [`ReadinessCheck`] (if any) passes, and shutdown has
+    /// not begun. Otherwise the conditions that fail, one per line.
     ///
     /// ```
     /// let metrics = tool_service::metrics::Metrics::new();
@@ -305,6 +359,14 @@ impl Metrics {
         }
         if self.broker_lost() {
             failing.push_str("broker not connected\n");
+        }
+        let check = self
+            .app_ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(Err(reason)) = check.map(|check| (check.0)()) {
+            let _ = writeln!(failing, "not ready: {}", reason.trim_end());
         }
         let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
         let mut served = 0;

@@ -268,7 +268,7 @@ impl Serving {
             .shared_metrics
             .clone()
             .unwrap_or_else(|| Arc::new(Metrics::new()));
-        metrics.add_app_metrics(registry.state());
+        metrics.add_state(registry.state());
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = match options.metrics {
             Some(address) => {
