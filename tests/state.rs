@@ -20,6 +20,18 @@ fn temp_db(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// Adds a passage to the database at `path`, as another program would: only
+/// it mentions turbines.
+fn add_turbines(path: &std::path::Path) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute(
+            "INSERT INTO passages(collection, source, text) VALUES ('customers', 'crm/umbrella', 'Umbrella ordered turbines.')",
+            [],
+        )
+        .unwrap();
+}
+
 fn sources(text: &str) -> Vec<String> {
     let hits: Vec<Value> = serde_json::from_str(text).unwrap();
     hits.iter()
@@ -106,14 +118,7 @@ async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
     futures_util::future::join_all(calls).await;
 
     // Another program adds a passage; the next query finds it.
-    let writer = rusqlite::Connection::open(&db).unwrap();
-    writer
-        .execute(
-            "INSERT INTO passages(collection, source, text) VALUES ('customers', 'crm/umbrella', 'Umbrella ordered turbines.')",
-            [],
-        )
-        .unwrap();
-    drop(writer);
+    add_turbines(&db);
     assert_eq!(passages("customers"), 4);
     let text = client
         .call(
@@ -213,14 +218,7 @@ fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
         &[],
     );
     assert!(status.success() && db.exists(), "{err}");
-    let writer = rusqlite::Connection::open(&db).unwrap();
-    writer
-        .execute(
-            "INSERT INTO passages(collection, source, text) VALUES ('customers', 'crm/umbrella', 'Umbrella ordered turbines.')",
-            [],
-        )
-        .unwrap();
-    drop(writer);
+    add_turbines(&db);
     for (flags, env) in [
         (vec!["--db", db_text], vec![]),
         (vec![], vec![("CUSTOM_RAG_DB", db_text)]),

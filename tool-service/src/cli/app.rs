@@ -605,7 +605,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    fn run(app: App, args: &[&str]) -> (ExitCode, String, String) {
+    fn run<A: 'static>(app: App<A>, args: &[&str]) -> (ExitCode, String, String) {
         let mut out = Vec::new();
         let mut err = Vec::new();
         let code = app.run_from(args.iter().copied(), &mut out, &mut err);
@@ -724,11 +724,11 @@ mod tests {
             *store.lock().unwrap() = Some(own.pool_size);
             Ok::<_, HookError>(State::new())
         });
-        let (_, _, err) = run_app(app, &["bin", "call", "nothing", "--pool-size", "9"]);
+        let (_, _, err) = run(app, &["bin", "call", "nothing", "--pool-size", "9"]);
         assert!(err.contains("no tool or service named"), "{err}");
         assert_eq!(*seen.lock().unwrap(), Some(9));
         // `list` does not take them.
-        let (code, _, err) = run_app(
+        let (code, _, err) = run(
             App::new().args::<Own>(),
             &["bin", "list", "--pool-size", "9"],
         );
@@ -742,25 +742,14 @@ mod tests {
                 Ok::<_, HookError>(State::new())
             })
             .args::<Own>();
-        run_app(app, &["bin", "call", "nothing"]);
+        run(app, &["bin", "call", "nothing"]);
         assert!(ran.load(Ordering::SeqCst));
-        let (code, _, err) = run_app(App::new().args::<Clashing>(), &["bin", "list"]);
+        let (code, _, err) = run(App::new().args::<Clashing>(), &["bin", "list"]);
         assert_eq!(code, ExitCode::FAILURE);
         assert!(
             err.contains("--grace-period (field `grace_period`)") && err.contains("rename it"),
             "{err}"
         );
-    }
-
-    fn run_app<A: 'static>(app: App<A>, args: &[&str]) -> (ExitCode, String, String) {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let code = app.run_from(args.iter().copied(), &mut out, &mut err);
-        (
-            code,
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        )
     }
 
     #[test]
