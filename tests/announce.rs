@@ -490,7 +490,8 @@ async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
     assert!(
         lines.last().unwrap().contains(
             "ERROR tool_service::announce: not announced: tool `tell-joke` belongs to service \
-             `their-jokes`; nothing was announced (pass --replace to overwrite them)"
+             `their-jokes`; nothing was announced (serve --replace, or OnClash::Replace, \
+             overwrites them)"
         ),
         "{lines:?}"
     );

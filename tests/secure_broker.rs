@@ -285,7 +285,11 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     let lines = refused(&plain_url, &["--only", "whoami-service"], &[]);
     assert_said(
         &lines,
-        "the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY)",
+        "the broker requires authentication, and no token was given (the broker said: ",
+    );
+    assert_said(
+        &lines,
+        "; pass a token with --pulsar-api-key (or PULSAR_API_KEY)",
     );
     let forged = material.forged_token.as_str();
     let lines = refused(
@@ -295,7 +299,11 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     );
     assert_said(
         &lines,
-        "the broker rejected the token given with --pulsar-api-key",
+        "the broker rejected the token: it is wrong, expired, or signed with another key",
+    );
+    assert_said(
+        &lines,
+        "; check the token given with --pulsar-api-key, --pulsar-api-key-file or PULSAR_API_KEY",
     );
     assert!(!lines.join("\n").contains(forged), "the token was logged");
     let lines = refused(
@@ -305,7 +313,11 @@ async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
     );
     assert_said(
         &lines,
-        "the broker's TLS certificate is not trusted: pass the CA that signed it with --pulsar-tls-ca-file",
+        "the broker's TLS certificate is not trusted by this system's roots (the broker said: ",
+    );
+    assert_said(
+        &lines,
+        "; pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)",
     );
     let other_ca = material.other_ca.to_str().unwrap();
     let lines = refused(

@@ -571,7 +571,7 @@ pub enum AnnounceError {
         timeout: Duration,
     },
     /// The config service answers, but has no such workspace.
-    #[error("workspace `{workspace}` does not exist: the config service has no `{WORKSPACES}` / `{WORKSPACE_TYPE}` / `{workspace}` item, so nothing serves `{queue}`; create the workspace in TrustGraph, or pick another with --workspace")]
+    #[error("workspace `{workspace}` does not exist: the config service has no `{WORKSPACES}` / `{WORKSPACE_TYPE}` / `{workspace}` item, so nothing serves `{queue}`; create the workspace in TrustGraph, or announce to one that exists")]
     NoWorkspace {
         /// The workspace.
         workspace: String,
@@ -598,7 +598,7 @@ pub enum AnnounceError {
     #[error("the config service sent a reply that is not a config response: {0}")]
     InvalidReply(String),
     /// Items of someone else have the names announced; nothing was written.
-    #[error("{}; nothing was announced (pass --replace to overwrite them)", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    #[error("{}; nothing was announced", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Clash(Vec<Clash>),
 }
 
@@ -1016,7 +1016,7 @@ pub async fn keep_announcing(
                 backoff.wait().await;
             }
             Err(error) => {
-                tracing::error!(workspace = %announcement.workspace, "not announced: {error}");
+                tracing::error!(workspace = %announcement.workspace, "not announced: {error}{}", if matches!(error, AnnounceError::Clash(_)) { " (serve --replace, or OnClash::Replace, overwrites them)" } else { "" });
                 return Err(error);
             }
         }
@@ -1119,8 +1119,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "tool `tell-joke` belongs to service `their-service`; service `joke-service` is \
-             served on `non-persistent://tg/request/theirs`; nothing was announced (pass \
-             --replace to overwrite them)"
+             served on `non-persistent://tg/request/theirs`; nothing was announced"
         );
         assert!(!error.is_transient());
         let timeout = AnnounceError::NoConfigService {

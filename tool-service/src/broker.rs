@@ -8,7 +8,7 @@ use pulsar::{
     Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
 };
 
-pub use crate::pulsar_compat::handshake::{BrokerInfo, HandshakeError, Refusal};
+use crate::pulsar_compat::handshake::{BrokerInfo, HandshakeError, Refusal};
 
 /// The Pulsar client the broker side is built on: [`BrokerOptions::connect`]
 /// returns its client, and [`ToolClient`](crate::client::ToolClient) and
@@ -105,7 +105,7 @@ impl BrokerOptions {
                 .is_ok_and(|ip| ip.is_loopback());
         (!loopback).then(|| {
             format!(
-                "the Pulsar token is sent to {address} in clear text (pulsar://); anyone on the network path can read it. Use pulsar+ssl:// with --pulsar-tls-ca-file"
+                "the Pulsar token is sent to {address} in clear text (pulsar://); anyone on the network path can read it. Use pulsar+ssl://, trusting the CA that signed the broker's certificate"
             )
         })
     }
@@ -155,16 +155,16 @@ impl BrokerOptions {
 
     /// Connects, retrying with backoff (and saying so in the log) until the
     /// broker answers or `give_up` completes. Returns the client and what
-    /// the broker said about itself (see [`Self::handshake`]).
+    /// the broker said about itself in the handshake.
     ///
     /// # Errors
     /// The last connection error, when `give_up` completed first; at once,
-    /// an error saying what to fix when the broker refuses the token or its
-    /// TLS certificate is not trusted.
-    pub async fn connect_with_retry(
+    /// a refusal when the broker refuses the token or its TLS certificate
+    /// is not trusted.
+    pub(crate) async fn connect_with_retry(
         &self,
         give_up: impl std::future::Future<Output = ()>,
-    ) -> Result<(Pulsar<TokioExecutor>, BrokerInfo), pulsar::Error> {
+    ) -> Result<(Pulsar<TokioExecutor>, BrokerInfo), ConnectError> {
         tokio::pin!(give_up);
         let mut backoff =
             crate::backoff::Backoff::new(Duration::from_millis(200), self.max_backoff);
@@ -179,8 +179,13 @@ impl BrokerOptions {
                 },
                 // The broker refused our credentials or we refused its
                 // certificate: trying again cannot help.
-                Err(refused @ HandshakeError::Refused { .. }) => {
-                    return Err(pulsar::Error::Custom(self.explain_refusal(&refused)))
+                Err(HandshakeError::Refused { reason, cause }) => {
+                    return Err(ConnectError(Failure::Refused {
+                        reason,
+                        cause,
+                        tls_ca_file: self.tls_ca_file.clone(),
+                        token: self.api_key.is_some(),
+                    }))
                 }
                 Err(error) => pulsar::Error::Custom(error.to_string()),
             };
@@ -192,7 +197,7 @@ impl BrokerOptions {
             }
             tokio::select! {
                 () = backoff.wait() => {}
-                () = &mut give_up => return Err(error),
+                () = &mut give_up => return Err(ConnectError(Failure::Client(error))),
             }
         }
     }
@@ -200,20 +205,7 @@ impl BrokerOptions {
     /// Shakes hands with the first broker of the URL, as the client does
     /// when it connects, and hangs up: the broker's version and its maximum
     /// message size, or why it cannot be reached or refuses us.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use tool_service::broker::BrokerOptions;
-    ///
-    /// let info = BrokerOptions::new("pulsar://127.0.0.1:6650").handshake().await?;
-    /// assert!(info.max_message_size > 0);
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`HandshakeError::Unreachable`] when trying again may help,
-    /// [`HandshakeError::Refused`] when it cannot.
-    pub async fn handshake(&self) -> Result<BrokerInfo, HandshakeError> {
+    pub(crate) async fn handshake(&self) -> Result<BrokerInfo, HandshakeError> {
         let address = broker_address(&self.url).ok_or_else(|| {
             HandshakeError::Unreachable(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -235,20 +227,98 @@ impl BrokerOptions {
         })
         .await
     }
+}
 
-    /// What to change after a refusal in the handshake.
-    fn explain_refusal(&self, refused: &HandshakeError) -> String {
-        let HandshakeError::Refused { reason, cause } = refused else {
-            return refused.to_string();
+/// Why the broker could not be reached before giving up, or refused this
+/// process (its token, or our trust in its TLS certificate): the message
+/// says which.
+///
+/// ```
+/// # fn takes(_: &dyn std::error::Error) {}
+/// # fn demo(error: tool_service::broker::ConnectError) { takes(&error);
+/// if error.is_refused() {
+///     eprintln!("fix the settings: {error}");
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ConnectError(Failure);
+
+#[derive(Debug)]
+enum Failure {
+    /// The client's own error: the broker did not answer in time.
+    Client(pulsar::Error),
+    /// The handshake was refused: trying again cannot help.
+    Refused {
+        reason: Refusal,
+        /// The broker's or the TLS library's own words.
+        cause: String,
+        tls_ca_file: Option<std::path::PathBuf>,
+        /// Whether a token was given.
+        token: bool,
+    },
+}
+
+impl ConnectError {
+    /// Whether the broker refused this process: trying again with the same
+    /// settings cannot help.
+    pub fn is_refused(&self) -> bool {
+        matches!(self.0, Failure::Refused { .. })
+    }
+
+    /// What to change on the command line, for the CLI to add to the
+    /// message.
+    #[cfg(feature = "cli")]
+    pub(crate) fn flag_advice(&self) -> Option<&'static str> {
+        match &self.0 {
+            Failure::Refused {
+                reason: Refusal::UntrustedCertificate,
+                tls_ca_file: None,
+                ..
+            } => Some("pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)"),
+            Failure::Refused {
+                reason: Refusal::Unauthenticated,
+                token: false,
+                ..
+            } => Some("pass a token with --pulsar-api-key (or PULSAR_API_KEY), better from a file with --pulsar-api-key-file"),
+            Failure::Refused {
+                reason: Refusal::Unauthenticated,
+                token: true,
+                ..
+            } => Some("check the token given with --pulsar-api-key, --pulsar-api-key-file or PULSAR_API_KEY"),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (reason, cause, tls_ca_file, token) = match &self.0 {
+            Failure::Client(error) => return f.write_str(&describe(error)),
+            Failure::Refused {
+                reason,
+                cause,
+                tls_ca_file,
+                token,
+            } => (reason, cause, tls_ca_file, token),
         };
-        let hint = match (reason, &self.tls_ca_file) {
-            (Refusal::UntrustedCertificate, None) => String::from("the broker's TLS certificate is not trusted: pass the CA that signed it with --pulsar-tls-ca-file (or PULSAR_TLS_CA_FILE)"),
-            (Refusal::UntrustedCertificate, Some(path)) => format!("the broker's TLS certificate is not trusted by the CA in {}, or does not name this host", path.display()),
-            (Refusal::Unauthenticated, _) if self.api_key.is_none() => String::from("the broker requires authentication: pass a token with --pulsar-api-key (or PULSAR_API_KEY), better from a file with --pulsar-api-key-file"),
-            (Refusal::Unauthenticated, _) => String::from("the broker rejected the token given with --pulsar-api-key (or PULSAR_API_KEY): it is wrong, expired, or signed with another key"),
-            (Refusal::Configuration, _) => String::from("the TLS settings cannot be used"),
-        };
-        format!("{hint} (the broker said: {cause})")
+        match (reason, tls_ca_file) {
+            (Refusal::UntrustedCertificate, None) => f.write_str("the broker's TLS certificate is not trusted by this system's roots")?,
+            (Refusal::UntrustedCertificate, Some(path)) => write!(f, "the broker's TLS certificate is not trusted by the CA in {}, or does not name this host", path.display())?,
+            (Refusal::Unauthenticated, _) if !token => f.write_str("the broker requires authentication, and no token was given")?,
+            (Refusal::Unauthenticated, _) => f.write_str("the broker rejected the token: it is wrong, expired, or signed with another key")?,
+            (Refusal::Configuration, _) => f.write_str("the TLS settings cannot be used")?,
+        }
+        write!(f, " (the broker said: {cause})")
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            Failure::Client(error) => Some(error),
+            Failure::Refused { .. } => None,
+        }
     }
 }
 

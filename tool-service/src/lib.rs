@@ -128,7 +128,7 @@ pub mod __private;
 
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-pub use cli::{run, App, HookError};
+pub use cli::{App, HookError};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
 pub use registry::{MissingServices, MissingState, Problem, Registry, RegistryError, UnknownName};

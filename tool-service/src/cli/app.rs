@@ -294,7 +294,7 @@ impl<A: 'static> App<A> {
         if tokio::runtime::Handle::try_current().is_ok() {
             let _ = writeln!(
                 err,
-                "error: tool_service::run() (or App::run) was called inside a Tokio runtime, such as #[tokio::main]; there, use `tool_service::App::new().run_async().await`, or call run() from a plain `fn main`"
+                "error: tool_service::run!() (or App::run) was called inside a Tokio runtime, such as #[tokio::main]; there, use `tool_service::App::new().run_async().await`, or call run!() from a plain `fn main`"
             );
             return ExitCode::FAILURE;
         }
@@ -378,7 +378,7 @@ impl<A: 'static> App<A> {
                 );
                 return match result {
                     Ok(_) => Err(hook.into()),
-                    Err(error) => Err(format!("{error}; and {hook}").into()),
+                    Err(error) => Err(format!("{}; and {hook}", with_advice(&*error)).into()),
                 };
             }
         }
@@ -593,10 +593,54 @@ fn report(result: CliResult, err: &mut dyn Write) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            let _ = writeln!(err, "error: {error}");
+            let _ = writeln!(err, "error: {}", with_advice(&*error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error's message, with what to change on the command line when the
+/// library's error says what is wrong in its own terms.
+fn with_advice(error: &(dyn std::error::Error + 'static)) -> String {
+    match std::iter::successors(Some(error), |error| error.source()).find_map(flag_advice) {
+        Some(advice) => format!("{error}{advice}"),
+        None => error.to_string(),
+    }
+}
+
+/// The flags that fix `error`, with the punctuation that joins them to
+/// its message.
+#[cfg_attr(not(feature = "pulsar"), allow(unused_variables))]
+fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    #[cfg(feature = "pulsar")]
+    {
+        use crate::announce::AnnounceError;
+        use crate::serve::ServeError;
+        if let Some(error) = error.downcast_ref::<ServeError>() {
+            return match error {
+                ServeError::Metrics { .. } => Some(String::from(
+                    "; pick another port with --metrics-port or turn metrics off with --no-metrics",
+                )),
+                ServeError::Connect { source, .. } => {
+                    source.flag_advice().map(|advice| format!("; {advice}"))
+                }
+                _ => None,
+            };
+        }
+        if let Some(error) = error.downcast_ref::<crate::broker::ConnectError>() {
+            return error.flag_advice().map(|advice| format!("; {advice}"));
+        }
+        if let Some(error) = error.downcast_ref::<AnnounceError>() {
+            return match error {
+                AnnounceError::NoWorkspace { .. } => Some(String::from(" (--workspace)")),
+                AnnounceError::Clash(_) => {
+                    Some(String::from(" (pass --replace to overwrite them)"))
+                }
+                _ => None,
+            };
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -765,5 +809,32 @@ mod tests {
                 && err.contains("App::new().run_async().await"),
             "{err}"
         );
+    }
+
+    #[cfg(feature = "pulsar")]
+    #[test]
+    fn the_command_line_adds_the_flags_that_fix_a_library_error() {
+        use crate::announce::AnnounceError;
+        let metrics = crate::serve::ServeError::Metrics {
+            address: "0.0.0.0:8000".parse().unwrap(),
+            source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        };
+        let library = metrics.to_string();
+        assert!(!library.contains("--"), "{library}");
+        assert_eq!(
+            with_advice(&metrics),
+            format!("{library}; pick another port with --metrics-port or turn metrics off with --no-metrics")
+        );
+        // Found anywhere in the chain of causes, as `?` boxes it.
+        let workspace: BoxError = Box::new(AnnounceError::NoWorkspace {
+            workspace: "w".into(),
+            queue: "q".into(),
+        });
+        assert!(with_advice(&*workspace).ends_with("or announce to one that exists (--workspace)"));
+        let timeout = AnnounceError::Timeout {
+            queue: "q".into(),
+            timeout: std::time::Duration::from_secs(1),
+        };
+        assert_eq!(with_advice(&timeout), timeout.to_string());
     }
 }

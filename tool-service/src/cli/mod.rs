@@ -176,48 +176,6 @@ macro_rules! run {
     };
 }
 
-/// Runs the command line of this binary over every registered service.
-/// The same as `App::new().run()`; see [`App`] for services that own
-/// resources built at start-up.
-///
-/// Call it from a plain `fn main`, not inside a Tokio runtime: it starts the
-/// runtime `serve` and `call` need. Inside `#[tokio::main]`, use
-/// [`App::run_async`].
-///
-/// A plain function cannot know the binary's version, so `-V` shows the
-/// name the binary was started under and the version of tool-service:
-/// `joke (tool-service 0.1.0)`. Prefer [`run!`](crate::run!), which shows
-/// the binary's own version.
-///
-/// ```no_run
-/// fn main() -> std::process::ExitCode {
-///     tool_service::run()
-/// }
-/// ```
-pub fn run() -> ExitCode {
-    App::new().run()
-}
-
-/// Runs the command line with explicit arguments and output streams; `-V`
-/// shows the file name of `args`' first item and the version of
-/// tool-service, as [`run()`] does.
-///
-/// ```
-/// let mut out = Vec::new();
-/// let mut err = Vec::new();
-/// let code = tool_service::cli::run_from(["bin", "descriptors"], &mut out, &mut err);
-/// assert_eq!(code, std::process::ExitCode::SUCCESS);
-/// let tree: serde_json::Value = serde_json::from_slice(&out).unwrap();
-/// assert!(tree["tool-service"].is_object());
-/// ```
-pub fn run_from<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    App::new().run_from(args, out, err)
-}
-
 /// The command line, named and versioned by `meta`, or else by the file
 /// name of `first` (the binary as started) and tool-service's version.
 fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
@@ -550,7 +508,7 @@ pub(super) mod tests {
     pub(super) fn run(args: &[&str]) -> (ExitCode, String, String) {
         let mut out = Vec::new();
         let mut err = Vec::new();
-        let code = run_from(args.iter().copied(), &mut out, &mut err);
+        let code = App::new().run_from(args.iter().copied(), &mut out, &mut err);
         (
             code,
             String::from_utf8(out).unwrap(),

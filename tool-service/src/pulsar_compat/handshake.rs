@@ -18,30 +18,19 @@ use tokio_util::codec::Framed;
 use crate::wire::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// What a broker said about itself when we connected.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use tool_service::broker::BrokerOptions;
-///
-/// let info = BrokerOptions::new("pulsar://127.0.0.1:6650").handshake().await?;
-/// println!("{} accepts messages of up to {} bytes", info.server_version, info.max_message_size);
-/// # Ok(()) }
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BrokerInfo {
+pub(crate) struct BrokerInfo {
     /// The broker's version, as it reports it (e.g. `Pulsar Server4.2.4`).
-    pub server_version: String,
+    pub(crate) server_version: String,
     /// The largest message the broker accepts, in bytes: its
     /// `maxMessageSize`, or Pulsar's default
     /// ([`DEFAULT_MAX_MESSAGE_SIZE`]) when it does not say.
-    pub max_message_size: usize,
+    pub(crate) max_message_size: usize,
 }
 
 /// Why a handshake failed.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HandshakeError {
+pub(crate) enum HandshakeError {
     /// The broker could not be reached, or broke off: trying again may help.
     #[error("{0}")]
     Unreachable(#[source] io::Error),
@@ -58,8 +47,7 @@ pub enum HandshakeError {
 
 /// What a [`HandshakeError::Refused`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The broker refused the token, or wants one.
     Unauthenticated,
     /// The broker's TLS certificate is not trusted (or does not name the host).

@@ -49,16 +49,17 @@ pub enum ServeError {
     /// Nothing to serve.
     #[error("no tool services are registered in this binary")]
     NothingToServe,
-    /// The broker could not be reached before shutdown.
-    #[error("cannot connect to the Pulsar broker at {url}: {}", crate::broker::describe(.source))]
+    /// The broker could not be reached before shutdown, or refused this
+    /// process.
+    #[error("cannot connect to the Pulsar broker at {url}: {source}")]
     Connect {
         /// The broker URL.
         url: String,
-        /// The client's error.
-        source: Box<pulsar::Error>,
+        /// Why.
+        source: Box<crate::broker::ConnectError>,
     },
     /// The metrics endpoint could not be opened.
-    #[error("cannot serve metrics on {address}: {source}; pick another port with --metrics-port or turn metrics off with --no-metrics")]
+    #[error("cannot serve metrics on {address}: {source}")]
     Metrics {
         /// The address asked for.
         address: SocketAddr,
