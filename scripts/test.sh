@@ -46,6 +46,8 @@ cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 
 echo "==> packages of tool-service-macros and tool-service" >&2
 scripts/package.sh
+echo "==> public API (public-api/*.txt)" >&2
+scripts/public-api.sh
 echo "==> MSRV" >&2
 scripts/msrv.sh
 

@@ -63,7 +63,7 @@ fn millis(text: &str) -> Result<u64, Problem> {
 
 /// The macro crate's parser, for the test that both read alike.
 #[cfg(test)]
-#[path = "../../tool-service-macros/src/duration.rs"]
+#[path = "attribute_duration.rs"]
 #[allow(dead_code)]
 mod attribute;
 

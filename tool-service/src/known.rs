@@ -44,7 +44,7 @@ pub(crate) fn key(name: &str) -> String {
 
 /// The macro crate's rule, for the test that both write keys alike.
 #[cfg(test)]
-#[path = "../../tool-service-macros/src/key.rs"]
+#[path = "attribute_key.rs"]
 mod attribute;
 
 #[cfg(test)]
