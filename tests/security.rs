@@ -189,6 +189,7 @@ fn nodelay_of_sockets_to(peer: std::net::SocketAddr) -> Vec<bool> {
         }
         // SAFETY: borrowed for two system calls while this test's own
         // sockets stay open.
+        #[allow(unsafe_code)]
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         let socket = socket2::SockRef::from(&fd);
         let to_peer = socket

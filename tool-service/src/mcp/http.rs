@@ -23,7 +23,7 @@ use super::McpServer;
 pub const MCP_PATH: &str = "/mcp";
 
 /// The host names a server answers by default: a client on this machine.
-pub const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+pub(crate) const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// How MCP is served over HTTP.
 ///
@@ -40,7 +40,8 @@ pub const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 #[non_exhaustive]
 pub struct HttpOptions {
     /// The `Host` values (names, optionally with a port) requests may
-    /// carry: the DNS-rebinding guard. Default [`LOCAL_HOSTS`]; `*` allows
+    /// carry: the DNS-rebinding guard. Default `localhost`, `127.0.0.1` and
+    /// `::1`; `*` allows
     /// any.
     pub allowed_hosts: Vec<String>,
     /// The `Origin` values a browser's requests may carry, besides the

@@ -145,6 +145,7 @@ mod platform {
             // it be closed and reused meanwhile, those calls act on the new
             // descriptor: they fail on anything but a socket, and a socket
             // gets TCP_NODELAY only if its peer is a broker.
+            #[allow(unsafe_code)]
             let fd = unsafe { BorrowedFd::borrow_raw(fd) };
             let socket = socket2::SockRef::from(&fd);
             let is_broker = socket
