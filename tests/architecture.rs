@@ -8,15 +8,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. Every top-level module of the crate is in one.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &[
-        "backoff",
-        "duration",
-        "error",
-        "json_text",
-        "known",
-        "log_text",
-        "state",
-    ],
+    &["backoff", "duration", "error", "known", "log_text", "state"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
     // What argument schemas promise.

@@ -70,7 +70,6 @@ extern crate self as tool_service;
 mod backoff;
 mod duration;
 mod error;
-mod json_text;
 mod known;
 pub mod log_text;
 mod state;

@@ -7,9 +7,8 @@
 //! under the same `id`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
-use crate::{json_text, ToolError};
+use crate::ToolError;
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 pub const UNKNOWN_ID: &str = "unknown";
@@ -69,38 +68,6 @@ struct RawRequest {
     arguments: Option<String>,
 }
 
-/// A request's fields as they stand in the payload: `config` and
-/// `arguments` are left as JSON literals, unescaped by [`json_text::read`].
-#[derive(Deserialize)]
-struct Literals<'a> {
-    #[serde(default)]
-    user: Option<String>,
-    #[serde(default, borrow)]
-    config: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
-impl RawRequest {
-    /// The request in `text`, read as `serde_json` reads it into a
-    /// `RawRequest` but with each JSON-in-JSON text allocated once, at its
-    /// size. `None` for what is left to `serde_json` (and its error
-    /// message): text that is not a request, a `config` or `arguments` that
-    /// is not a string, a lone surrogate.
-    fn read(text: &str) -> Option<Self> {
-        let literals: Literals = serde_json::from_str(text).ok()?;
-        let text_of = |literal: Option<&RawValue>| match literal {
-            None => Some(None),
-            Some(literal) => json_text::read(literal.get()).map(Some),
-        };
-        Some(Self {
-            user: literals.user,
-            config: text_of(literals.config)?,
-            arguments: text_of(literals.arguments)?,
-        })
-    }
-}
-
 /// Why `payload` is not a request (`error`: serde_json's, when it was
 /// decoded).
 #[cold]
@@ -155,15 +122,8 @@ impl Request {
         if !object {
             return Err(not_a_request(payload, None));
         }
-        let raw = match std::str::from_utf8(payload) {
-            Ok(text) => RawRequest::read(text),
-            Err(_) => None,
-        };
-        let raw = match raw {
-            Some(raw) => raw,
-            None => serde_json::from_slice(payload)
-                .map_err(|error| not_a_request(payload, Some(error)))?,
-        };
+        let raw: RawRequest =
+            serde_json::from_slice(payload).map_err(|error| not_a_request(payload, Some(error)))?;
         let object_text = |value: Option<String>| match value {
             Some(text) if text.starts_with('{') || !text.trim_start().is_empty() => text,
             _ => String::from("{}"),
@@ -248,9 +208,8 @@ impl Frame {
         }
     }
 
-    /// The JSON payload of this frame: the bytes `serde_json` writes for it,
-    /// written directly (the response text is copied eight bytes at a time
-    /// where nothing in it needs escaping).
+    /// The JSON payload of this frame, as `serde_json` writes it, into a
+    /// buffer sized for it.
     ///
     /// ```
     /// use tool_service::wire::Frame;
@@ -259,20 +218,16 @@ impl Frame {
     /// assert_eq!(frame.encode(), serde_json::to_vec(&frame).unwrap());
     /// ```
     pub fn encode(&self) -> Vec<u8> {
-        // The size without escapes, and room for some: most texts need
-        // none or few, and one that needs more grows the buffer once or so.
-        let mut size = 0;
-        self.pieces(|piece| {
-            size += match piece {
-                Piece::Syntax(syntax) => syntax.len(),
-                Piece::Text(text) => text.len() + 2,
-            }
-        });
-        let mut out = Vec::with_capacity(size + size / 8 + 16);
-        self.pieces(|piece| match piece {
-            Piece::Syntax(syntax) => out.extend_from_slice(syntax.as_bytes()),
-            Piece::Text(text) => json_text::write(&mut out, text),
-        });
+        // The texts without escapes, the syntax around them, and room for
+        // some escapes: most texts need none or few.
+        let texts = self.response.len()
+            + self
+                .error
+                .as_ref()
+                .map_or(0, |error| error.kind().len() + error.message().len());
+        let size = texts + FRAME_SYNTAX;
+        let mut out = Vec::with_capacity(size + size / 8);
+        self.write_to(&mut out);
         out
     }
 
@@ -285,37 +240,16 @@ impl Frame {
     /// assert_eq!(frame.encoded_len(), frame.encode().len());
     /// ```
     pub fn encoded_len(&self) -> usize {
-        let mut len = 0;
-        self.pieces(|piece| {
-            len += match piece {
-                Piece::Syntax(syntax) => syntax.len(),
-                Piece::Text(text) => json_text::len(text),
-            }
-        });
-        len
+        let mut count = Count(0);
+        self.write_to(&mut count);
+        count.0
     }
 
-    /// The frame as JSON, piece by piece, in `serde_json`'s order and
-    /// spacing: what [`Frame::encode`] writes and [`Frame::encoded_len`]
-    /// counts.
-    fn pieces<'a>(&'a self, mut piece: impl FnMut(Piece<'a>)) {
-        piece(Piece::Syntax(r#"{"error":"#));
-        match &self.error {
-            None => piece(Piece::Syntax("null")),
-            Some(error) => {
-                piece(Piece::Syntax(r#"{"type":"#));
-                piece(Piece::Text(error.kind()));
-                piece(Piece::Syntax(r#","message":"#));
-                piece(Piece::Text(error.message()));
-                piece(Piece::Syntax("}"));
-            }
+    /// Writes the frame's JSON: strings and a bool, which always serialize.
+    fn write_to(&self, out: impl std::io::Write) {
+        if let Err(error) = serde_json::to_writer(out, self) {
+            unreachable!("a frame is strings and a bool, and its writers cannot fail: {error}");
         }
-        piece(Piece::Syntax(r#","response":"#));
-        piece(Piece::Text(&self.response));
-        piece(Piece::Syntax(match self.end_of_stream {
-            true => r#","end_of_stream":true}"#,
-            false => r#","end_of_stream":false}"#,
-        }));
     }
 
     /// How many bytes this frame takes as a Pulsar message under the request
@@ -397,11 +331,23 @@ pub enum ResultError {
     Json(serde_json::Error),
 }
 
-/// A piece of an encoded frame: JSON written as is, or a text written as a
-/// JSON string literal.
-enum Piece<'a> {
-    Syntax(&'static str),
-    Text(&'a str),
+/// The JSON of a frame besides its texts: keys, quotes, braces, and the
+/// longer of `true`/`false`.
+const FRAME_SYNTAX: usize =
+    r#"{"error":{"type":"","message":""},"response":"","end_of_stream":false}"#.len();
+
+/// An `io::Write` that counts the bytes written to it.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
