@@ -1,9 +1,17 @@
-//! The runtime crate's module graph, as `tool-service/src/lib.rs` presents
-//! it: layers, each module using only modules of lower layers. A module
-//! that reaches up (or sideways into a cycle) fails here, naming the path.
+//! The runtime crate's module graph, read with `syn` from
+//! `tool-service/src/lib.rs` and the files its `mod` items name: layers,
+//! each module using only modules of lower layers, and importing every item
+//! from the module that defines it, not from the crate root's re-exports.
+//! A module that reaches up (or sideways into a cycle) fails here, naming
+//! the file and the path. Test modules (`#[cfg(test)]`) are left out;
+//! everything else is read, macro bodies included.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use syn::punctuated::Punctuated;
+use syn::{Item, Token, UseTree};
 
 /// The layers, lowest first. Every top-level module of the crate is in one.
 const LAYERS: &[&[&str]] = &[
@@ -30,93 +38,223 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Root re-exports, by the module that defines them.
-const REEXPORTS: &[(&str, &str)] = &[
-    ("Context", "context"),
-    ("ToolError", "error"),
-    ("TypedError", "error"),
-    ("Registry", "registry"),
-    ("Problem", "registry"),
-    ("RegistryError", "registry"),
-    ("UnknownName", "registry"),
-    ("MissingState", "registry"),
-    ("MissingServices", "registry"),
-    ("App", "cli"),
-    ("HookError", "cli"),
-    ("Service", "spec"),
-    ("State", "state"),
-    ("Chunks", "stream"),
-    ("StreamClosed", "stream"),
-    ("Collected", "stream"),
-    ("response_text", "response"),
-    ("tool_service", "macro"),
-    ("run", "cli"),
-];
-
 fn source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-service/src")
 }
 
-/// The top-level module each source file belongs to.
-fn module_of(path: &Path) -> String {
-    let relative = path.strip_prefix(source_dir()).unwrap();
-    let first = relative.components().next().unwrap();
-    first
-        .as_os_str()
-        .to_string_lossy()
-        .trim_end_matches(".rs")
-        .to_owned()
+fn parse(path: &Path) -> syn::File {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    syn::parse_file(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            out.push(path);
+/// Whether an item is compiled for tests only.
+fn test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Meta>()
+                .is_ok_and(|meta| meta.path().is_ident("test"))
+    })
+}
+
+/// The `#[path = "…"]` of a `mod` item.
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find_map(|attr| match &attr.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(path),
+                ..
+            }) => Some(path.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The file of module `name`, declared in `parent` (a file whose own
+/// modules live in `dir`).
+fn module_file(dir: &Path, name: &str, attrs: &[syn::Attribute], parent: &Path) -> PathBuf {
+    if let Some(path) = path_attr(attrs) {
+        return parent.parent().unwrap().join(path);
+    }
+    let flat = dir.join(format!("{name}.rs"));
+    if flat.exists() {
+        flat
+    } else {
+        dir.join(name).join("mod.rs")
+    }
+}
+
+/// The directory where the modules declared in `file` live.
+fn child_dir(file: &Path) -> PathBuf {
+    let stem = file.file_stem().unwrap();
+    if stem == "mod" || stem == "lib" {
+        file.parent().unwrap().to_owned()
+    } else {
+        file.parent().unwrap().join(stem)
+    }
+}
+
+/// The code of one top-level module: every non-test item of its files, as
+/// (file, tokens).
+fn module_code(items: &[Item], file: &Path, dir: &Path, out: &mut Vec<(PathBuf, TokenStream)>) {
+    for item in items {
+        match item {
+            Item::Mod(module) if test_only(&module.attrs) => {}
+            Item::Mod(module) => match &module.content {
+                Some((_, inner)) => {
+                    module_code(inner, file, &dir.join(module.ident.to_string()), out)
+                }
+                None => {
+                    let path = module_file(dir, &module.ident.to_string(), &module.attrs, file);
+                    let parsed = parse(&path);
+                    module_code(&parsed.items, &path, &child_dir(&path), out);
+                }
+            },
+            item if test_only(item_attrs(item)) => {}
+            item => out.push((file.to_owned(), quote::ToTokens::into_token_stream(item))),
         }
     }
 }
 
-/// The code of a file without comments and without its test modules.
-fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap();
-    text.lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+fn item_attrs(item: &Item) -> &[syn::Attribute] {
+    match item {
+        Item::Const(item) => &item.attrs,
+        Item::Enum(item) => &item.attrs,
+        Item::ExternCrate(item) => &item.attrs,
+        Item::Fn(item) => &item.attrs,
+        Item::ForeignMod(item) => &item.attrs,
+        Item::Impl(item) => &item.attrs,
+        Item::Macro(item) => &item.attrs,
+        Item::Mod(item) => &item.attrs,
+        Item::Static(item) => &item.attrs,
+        Item::Struct(item) => &item.attrs,
+        Item::Trait(item) => &item.attrs,
+        Item::TraitAlias(item) => &item.attrs,
+        Item::Type(item) => &item.attrs,
+        Item::Union(item) => &item.attrs,
+        Item::Use(item) => &item.attrs,
+        _ => &[],
+    }
 }
 
-/// The crate-level names a file uses: `crate::x` and `crate::{x, y}`.
-fn used_names(code: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let end = group.find('}').unwrap();
-            for item in group[..end].split(',') {
-                let name = item.trim().split("::").next().unwrap().trim();
-                if !name.is_empty() {
-                    names.push(name.to_owned());
+/// The first segment of every `crate::…` path in `tokens` (`$crate::` in
+/// exported macros excluded: it is the user's path to the crate), and
+/// whether a macro is called through it (`crate::run!`).
+fn crate_paths(tokens: TokenStream, out: &mut Vec<(String, bool)>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (at, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Group(group) => crate_paths(group.stream(), out),
+            TokenTree::Ident(ident) if ident == "crate" => {
+                let dollar =
+                    at > 0 && matches!(&tokens[at - 1], TokenTree::Punct(p) if p.as_char() == '$');
+                let colons = matches!(tokens.get(at + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':')
+                    && matches!(tokens.get(at + 2), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if dollar || !colons {
+                    continue;
+                }
+                match tokens.get(at + 3) {
+                    Some(TokenTree::Ident(name)) => {
+                        let bang = matches!(tokens.get(at + 4), Some(TokenTree::Punct(p)) if p.as_char() == '!');
+                        out.push((name.to_string(), bang));
+                    }
+                    Some(TokenTree::Group(group)) if group.delimiter() == Delimiter::Brace => {
+                        let trees = syn::parse::Parser::parse2(
+                            Punctuated::<UseTree, Token![,]>::parse_terminated,
+                            group.stream(),
+                        )
+                        .expect("a `crate::{…}` group is a use tree");
+                        for tree in trees {
+                            out.push((first_segment(&tree), false));
+                        }
+                    }
+                    _ => {}
                 }
             }
-        } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            // `crate::run!` and the like are exported macros, at the root.
-            if !rest[name.len()..].starts_with('!') {
-                names.push(name);
+            _ => {}
+        }
+    }
+}
+
+fn first_segment(tree: &UseTree) -> String {
+    match tree {
+        UseTree::Path(path) => path.ident.to_string(),
+        UseTree::Name(name) => name.ident.to_string(),
+        UseTree::Rename(rename) => rename.ident.to_string(),
+        UseTree::Glob(_) => String::from("*"),
+        UseTree::Group(_) => String::from("{…}"),
+    }
+}
+
+/// The crate as `lib.rs` declares it: its top-level modules, and the names
+/// the root re-exports from them.
+struct Crate {
+    modules: BTreeSet<String>,
+    reexports: BTreeMap<String, String>,
+    /// Top-level module → its files' code.
+    code: BTreeMap<String, Vec<(PathBuf, TokenStream)>>,
+}
+
+fn read_crate() -> Crate {
+    let lib_path = source_dir().join("lib.rs");
+    let lib = parse(&lib_path);
+    let mut modules = BTreeSet::new();
+    let mut reexports = BTreeMap::new();
+    let mut code = BTreeMap::new();
+    for item in &lib.items {
+        match item {
+            Item::Mod(module) if !test_only(&module.attrs) => {
+                let name = module.ident.to_string();
+                let mut files = Vec::new();
+                module_code(
+                    std::slice::from_ref(item),
+                    &lib_path,
+                    &source_dir(),
+                    &mut files,
+                );
+                modules.insert(name.clone());
+                code.insert(name, files);
+            }
+            Item::Use(reexport) => {
+                let mut leaves = Vec::new();
+                use_leaves(&reexport.tree, &mut Vec::new(), &mut leaves);
+                for path in leaves {
+                    if let [module, .., name] = path.as_slice() {
+                        reexports.insert(name.clone(), module.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Crate {
+        modules,
+        reexports,
+        code,
+    }
+}
+
+/// Every full path a use tree names.
+fn use_leaves(tree: &UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        UseTree::Path(path) => {
+            prefix.push(path.ident.to_string());
+            use_leaves(&path.tree, prefix, out);
+            prefix.pop();
+        }
+        UseTree::Name(name) => out.push([prefix.as_slice(), &[name.ident.to_string()]].concat()),
+        UseTree::Rename(rename) => {
+            out.push([prefix.as_slice(), &[rename.rename.to_string()]].concat())
+        }
+        UseTree::Glob(_) => {}
+        UseTree::Group(group) => {
+            for tree in &group.items {
+                use_leaves(tree, prefix, out);
             }
         }
     }
-    names
 }
 
 fn layer_of(module: &str) -> usize {
@@ -127,55 +265,69 @@ fn layer_of(module: &str) -> usize {
 }
 
 #[test]
-fn modules_use_only_lower_layers() {
-    let mut all = Vec::new();
-    files(&source_dir(), &mut all);
-    let mut uses: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
-    for path in &all {
-        let module = module_of(path);
-        if module == "lib" {
-            continue;
-        }
-        let code = code(&std::fs::read_to_string(path).unwrap());
-        for name in used_names(&code) {
-            let target = REEXPORTS
-                .iter()
-                .find(|(item, _)| *item == name)
-                .map_or(name.clone(), |(_, module)| (*module).to_owned());
-            if target != module && target != "macro" {
-                uses.entry(module.clone())
-                    .or_default()
-                    .push((target, path.clone()));
+fn modules_use_only_lower_layers_and_import_from_the_defining_module() {
+    let krate = read_crate();
+    let mut problems = BTreeSet::new();
+    let mut uses: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (module, files) in &krate.code {
+        for (path, tokens) in files {
+            let mut paths = Vec::new();
+            crate_paths(tokens.clone(), &mut paths);
+            let file = path.strip_prefix(source_dir()).unwrap().display();
+            for (name, macro_call) in paths {
+                if macro_call {
+                    // Exported macros live at the root.
+                    continue;
+                }
+                if let Some(defining) = krate.reexports.get(&name) {
+                    problems.insert(format!(
+                        "{file} uses `crate::{name}`, a re-export of the crate root: import it from `crate::{defining}`"
+                    ));
+                    continue;
+                }
+                assert!(
+                    krate.modules.contains(&name),
+                    "{file} uses `crate::{name}`, which is neither a module nor a re-export of lib.rs"
+                );
+                if name != *module && layer_of(&name) >= layer_of(module) {
+                    problems.insert(format!(
+                        "{file} uses `crate::{name}`, which is not below `{module}`"
+                    ));
+                }
+                uses.entry(module).or_default().insert(name);
             }
         }
     }
-    let mut upward = Vec::new();
-    for (module, targets) in &uses {
-        for (target, path) in targets {
-            if layer_of(target) >= layer_of(module) {
-                upward.push(format!(
-                    "{} uses `crate::{target}`, which is not below `{module}`",
-                    path.strip_prefix(source_dir()).unwrap().display()
-                ));
-            }
-        }
-    }
-    upward.sort();
-    upward.dedup();
-    assert!(upward.is_empty(), "{}", upward.join("\n"));
-    // The check sees what it should: the request path uses the leaves.
-    assert!(uses["dispatch"].iter().any(|(target, _)| target == "wire"));
-    assert!(uses["serve"].iter().any(|(target, _)| target == "registry"));
+    let problems: Vec<_> = problems.into_iter().collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The check sees what it should: the request path uses the leaves, in
+    // macro bodies and in nested modules too.
+    assert!(uses["dispatch"].contains("wire"), "{uses:?}");
+    assert!(uses["serve"].contains("registry"), "{uses:?}");
+    assert!(uses["serve"].contains("backoff"), "{uses:?}");
+    assert!(krate.code["serve"]
+        .iter()
+        .any(|(path, _)| path.ends_with("serve/worker.rs")));
+    assert!(!krate.code["serve"]
+        .iter()
+        .any(|(path, _)| path.ends_with("worker/tests.rs")));
 }
 
 #[test]
-fn every_module_has_a_layer() {
-    let mut all = Vec::new();
-    files(&source_dir(), &mut all);
-    for path in &all {
-        let module = module_of(path);
-        if module != "lib" {
-            layer_of(&module);
-        }
+fn every_module_has_a_layer_and_every_layer_names_modules() {
+    let krate = read_crate();
+    for module in &krate.modules {
+        layer_of(module);
     }
+    for name in LAYERS.iter().flat_map(|layer| layer.iter()) {
+        assert!(
+            krate.modules.contains(*name),
+            "LAYERS names `{name}`, which lib.rs does not declare"
+        );
+    }
+    // Re-exports are read from lib.rs itself.
+    assert_eq!(
+        krate.reexports.get("ToolError").map(String::as_str),
+        Some("error")
+    );
 }

@@ -18,7 +18,7 @@ pub use crate::response::response_text;
 pub use crate::spec::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
 pub use crate::state::StateNeed;
 pub use crate::stream::Chunks;
-pub use crate::{Context, State, ToolError};
+pub use crate::{context::Context, error::ToolError, state::State};
 
 use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
 use crate::rules::Rules;

@@ -46,7 +46,7 @@ use pulsar::{Consumer, Producer, Pulsar, TokioExecutor};
 use serde_json::{json, Value};
 
 use crate::descriptor::ConfigTree;
-use crate::Registry;
+use crate::registry::Registry;
 
 /// TrustGraph's default workspace.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -185,7 +185,7 @@ impl Announcement {
     ///
     /// # Errors
     /// A name in `only` that is not a service of `registry`.
-    pub fn new(registry: &Registry, only: &[String]) -> Result<Self, crate::UnknownName> {
+    pub fn new(registry: &Registry, only: &[String]) -> Result<Self, crate::registry::UnknownName> {
         let all = registry.descriptors();
         let mut tree = ConfigTree::default();
         for service in registry.services() {
@@ -206,7 +206,7 @@ impl Announcement {
             .iter()
             .find(|name| !tree.tool_service.contains_key(name.as_str()))
         {
-            return Err(crate::UnknownName {
+            return Err(crate::registry::UnknownName {
                 name: name.clone(),
                 known: registry
                     .services()

@@ -16,8 +16,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use crate::descriptor::ToolServiceDescriptor;
+use crate::error::ToolError;
 use crate::wire::{Frame, Request};
-use crate::ToolError;
 
 /// The default time a call may take, end to end.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -9,8 +9,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::error::ToolError;
 use crate::rules::{Rules, Violation};
-use crate::ToolError;
 
 /// Which part of a request is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -455,7 +455,7 @@ mod what_llms_send {
     use serde_json::json;
 
     use crate::wire::Request;
-    use crate::{Registry, ToolError};
+    use crate::{error::ToolError, registry::Registry};
 
     /// How a search matches.
     #[derive(Debug, Deserialize, JsonSchema)]

@@ -14,7 +14,7 @@ use crate::spec::{HandlerFuture, Invocation, Service};
 use crate::state::State;
 use crate::stream::Chunks;
 use crate::wire::{Frame, Request};
-use crate::{Context, ToolError};
+use crate::{context::Context, error::ToolError};
 
 /// Requests a service handles at once unless its attribute or `--concurrency`
 /// says otherwise.
@@ -593,7 +593,7 @@ fn timeout_error(limit: Duration) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Registry;
+    use crate::registry::Registry;
 
     /// Say which request this is, and for whom.
     #[crate::tool_service(topic = "dispatch-tests-whoami")]
@@ -646,7 +646,7 @@ mod tests {
 #[cfg(test)]
 mod timeout_tests {
     use super::*;
-    use crate::Registry;
+    use crate::registry::Registry;
 
     /// Send one chunk, then hang.
     #[crate::tool_service(topic = "hang-after-a-chunk")]
@@ -721,7 +721,7 @@ mod size_tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
-    use crate::Registry;
+    use crate::registry::Registry;
 
     const MAX: usize = 16 * 1024;
 

@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::ser::{self, Impossible, Serialize};
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// The `response` text for a handler's value.
 ///

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::state::{State, StateNeed};
 use crate::stream::Chunks;
 use crate::wire::Request;
-use crate::{Context, ToolError};
+use crate::{context::Context, error::ToolError};
 
 /// The future a registered handler returns: the final response text or error.
 // Not public API: reached through `__private` by generated code.

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ToolError;
+use crate::error::ToolError;
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 pub const UNKNOWN_ID: &str = "unknown";

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::announce::{self, Announcement, OnClash};
-use crate::Registry;
+use crate::registry::Registry;
 
 use super::serve::BrokerArgs;
 use super::CliResult;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, FromArgMatches};
 
 use super::{call, command, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command, Meta};
-use crate::{Registry, State};
+use crate::{registry::Registry, state::State};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 type Setup<A> = Box<dyn FnOnce(A) -> BoxFuture<Result<State, BoxError>>>;

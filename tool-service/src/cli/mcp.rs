@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::mcp::{HttpOptions, McpOptions, McpServer};
-use crate::Registry;
+use crate::registry::Registry;
 
 use super::{BoxError, CliResult, Meta};
 

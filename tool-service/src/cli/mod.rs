@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::Value;
 
+use crate::registry::Registry;
 use crate::wire::Request;
-use crate::Registry;
 
 #[cfg(feature = "pulsar")]
 mod announce;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::broker::BrokerOptions;
+use crate::registry::Registry;
 use crate::serve::ServeOptions;
-use crate::Registry;
 
 use super::{BoxError, CliResult};
 

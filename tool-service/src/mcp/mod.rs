@@ -70,7 +70,7 @@ pub use http::{serve_http, HttpOptions};
 use crate::dispatch::{self, FrameSink, Limits};
 use crate::log_text::Untrusted;
 use crate::wire::{Frame, Request};
-use crate::{Registry, Service};
+use crate::{registry::Registry, spec::Service};
 
 /// The text a tool that returned nothing answers with: MCP clients such as
 /// TrustGraph's fail on an empty text.
@@ -349,7 +349,7 @@ impl McpServer {
         if self.inner.closing.load(Ordering::Acquire) {
             #[cfg(feature = "pulsar")]
             if let Some(metrics) = &tool.metrics {
-                metrics.refused(crate::ToolError::UNAVAILABLE);
+                metrics.refused(crate::error::ToolError::UNAVAILABLE);
             }
             return failure("the server is shutting down; try again");
         }
@@ -382,7 +382,7 @@ impl McpServer {
             .expect("every response ends with a last frame (dispatch::respond)");
         #[cfg(feature = "pulsar")]
         if let Some((in_flight, started)) = timing {
-            let failed = last.error.as_ref().map(crate::ToolError::kind);
+            let failed = last.error.as_ref().map(crate::error::ToolError::kind);
             in_flight.finish(failed, started.elapsed());
         }
         if let Some(error) = &last.error {

@@ -319,7 +319,7 @@ impl Metrics {
     /// Renders the [`AppMetrics`] in `state` after ours, and makes its
     /// [`ReadinessCheck`] a condition of [`Self::readiness`], for those it
     /// has (`serve` calls it with the setup hook's state).
-    pub fn add_state(&self, state: &crate::State) {
+    pub fn add_state(&self, state: &crate::state::State) {
         if let Some(app) = state.get::<AppMetrics>() {
             *self.app.lock().unwrap_or_else(PoisonError::into_inner) = Some((*app).clone());
         }

@@ -28,7 +28,7 @@ pub use options::{
 };
 
 use crate::metrics::Metrics;
-use crate::{Registry, Service};
+use crate::{registry::Registry, spec::Service};
 use worker::{Limits, PulsarWorker};
 
 /// Why serving stopped with an error.
@@ -37,7 +37,7 @@ use worker::{Limits, PulsarWorker};
 pub enum ServeError {
     /// A service to serve takes `#[state]` that was never provided.
     #[error(transparent)]
-    MissingState(#[from] crate::MissingState),
+    MissingState(#[from] crate::registry::MissingState),
     /// `--only` named a service this binary does not have.
     #[error("no service `{id}` in this binary (known: {known})")]
     UnknownService {

@@ -7,7 +7,7 @@ pub use super::budget::DEFAULT_MEMORY_BUDGET;
 pub use crate::dispatch::{DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
 
 use crate::broker::BrokerOptions;
-use crate::Service;
+use crate::spec::Service;
 
 /// How many requests the broker may push to a replica ahead of its handlers
 /// (Pulsar's own default receiver queue size; larger when the concurrency

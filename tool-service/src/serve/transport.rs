@@ -13,7 +13,7 @@ use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::producer::{Producer, SendFuture};
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 
-use crate::Service;
+use crate::spec::Service;
 
 /// A service's request subscription.
 pub(super) trait Requests: Send + 'static {

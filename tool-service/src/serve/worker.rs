@@ -32,7 +32,7 @@ use crate::dispatch::{self, FrameSink};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
 use crate::wire::{Frame, Request, UNKNOWN_ID};
-use crate::{Service, State, ToolError};
+use crate::{error::ToolError, spec::Service, state::State};
 
 /// How much one service's worker takes on.
 #[derive(Debug, Clone)]

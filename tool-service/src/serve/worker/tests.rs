@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::time::Instant as VirtualInstant;
 
 use super::*;
-use crate::{Chunks, Registry, StreamClosed};
+use crate::{registry::Registry, stream::Chunks, stream::StreamClosed};
 
 /// Says what it is given.
 ///
