@@ -9,15 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version=0.52.0
-tools="${CARGO_TARGET_DIR:-$PWD/target}/tools"
-bin="$tools/bin/cargo-public-api"
-if ! [ -x "$bin" ] || ! "$bin" --version | grep -qF "$version"; then
-  echo "==> installing cargo-public-api $version" >&2
-  cargo install cargo-public-api --version "$version" --locked --quiet \
-    --root "$tools" --target-dir "$tools/build"
-  rm -rf "$tools/build"
-fi
+bin="$(scripts/cargo-tool.sh cargo-public-api 0.52.0)"
+tools="$(dirname "$(dirname "$bin")")"
 
 update=false
 [ "${1:-}" = "--update" ] && update=true

@@ -48,6 +48,15 @@ echo "==> packages of tool-service-macros and tool-service" >&2
 scripts/package.sh
 echo "==> public API (public-api/*.txt)" >&2
 scripts/public-api.sh
+# Licences, duplicate crates and sources of what the published crates link
+# (deny.toml). The advisories check needs the RustSec database from
+# github.com, which this CI cannot reach: run `cargo deny check advisories`
+# where it can.
+echo "==> cargo deny (licences, duplicates, sources)" >&2
+"$(scripts/cargo-tool.sh cargo-deny 0.20.2)" --workspace --locked check bans licenses sources
+echo "==> rustdoc (no warnings)" >&2
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service -p tool-service-macros --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service
 echo "==> MSRV" >&2
 scripts/msrv.sh
 
