@@ -40,7 +40,7 @@ for crate in "tool-service --no-default-features" library-tools; do
 done
 
 # The fuzz targets build (their invariants run on the seeds in
-# tests/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
+# tests/offline/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
 echo "==> fuzz targets" >&2
 cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 

@@ -1,6 +1,6 @@
 //! Fuzz target: payload → `dispatch::dispatch` → frames, through four
 //! `#[tool_service]`s. The input and the invariants are in `fuzz/checks/dispatch.rs`, which
-//! `tests/fuzz_seeds.rs` also runs on the committed seeds.
+//! `tests/offline/fuzz_seeds.rs` also runs on the committed seeds.
 
 #![no_main]
 

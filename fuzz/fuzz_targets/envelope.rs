@@ -1,6 +1,6 @@
 //! Fuzz target: arbitrary bytes → `Request::decode`, and the error frame
 //! built from a decode failure. The input and the invariants are in `fuzz/checks/envelope.rs`, which
-//! `tests/fuzz_seeds.rs` also runs on the committed seeds.
+//! `tests/offline/fuzz_seeds.rs` also runs on the committed seeds.
 
 #![no_main]
 

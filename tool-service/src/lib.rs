@@ -63,7 +63,7 @@
 extern crate self as tool_service;
 
 // The modules in layers, lowest first: each uses only modules of layers
-// above it in this list (tests/architecture.rs checks it).
+// above it in this list (tests/offline/architecture.rs checks it).
 //
 // Leaves.
 #[cfg(feature = "pulsar")]

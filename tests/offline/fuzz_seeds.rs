@@ -3,9 +3,9 @@
 //! `scripts/fuzz.sh` explores with libFuzzer starts from inputs that hold
 //! here, and a change that breaks an invariant on a seed fails `cargo test`.
 
-#[path = "../fuzz/checks/dispatch.rs"]
+#[path = "../../fuzz/checks/dispatch.rs"]
 mod dispatch;
-#[path = "../fuzz/checks/envelope.rs"]
+#[path = "../../fuzz/checks/envelope.rs"]
 mod envelope;
 
 use std::path::PathBuf;

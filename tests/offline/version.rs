@@ -1,7 +1,7 @@
 //! `-V` and `--version` of a binary whose `main` is `tool_service::run!()`
 //! name that binary and its package's version, not tool-service's.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 
@@ -21,7 +21,7 @@ fn version(name: &str, flag: &str) -> String {
 /// tool-service's version: the workspace's, as is this package's.
 fn tool_service_version() -> &'static str {
     assert!(
-        include_str!("../tool-service/Cargo.toml").contains("version.workspace = true"),
+        include_str!("../../tool-service/Cargo.toml").contains("version.workspace = true"),
         "tool-service no longer takes the workspace's version; read it another way"
     );
     env!("CARGO_PKG_VERSION")

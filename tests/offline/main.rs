@@ -1,0 +1,17 @@
+//! The suites that need no broker and register no services of their own,
+//! in one test binary (one link of the runtime instead of five):
+//!
+//! * `architecture`: the runtime's module layers, read with `syn`;
+//! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
+//! * `golden`: the wire vectors of the contract;
+//! * `ui`: the attribute's compile errors and accepted shapes (trybuild);
+//! * `version`: `-V` and `--version` of the examples.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod architecture;
+mod fuzz_seeds;
+mod golden;
+mod ui;
+mod version;
