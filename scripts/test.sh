@@ -80,3 +80,6 @@ scripts/mcp-conformance.sh list --server >/dev/null
 echo "==> interop with TrustGraph's Python client and the Python MCP SDK" >&2
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider
+
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+echo "==> done; $(du -sh "$target_dir" | cut -f1) in $target_dir ($(du -sh "$target_dir/debug" | cut -f1) of it the debug build)" >&2
