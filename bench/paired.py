@@ -27,6 +27,7 @@ Started by `scripts/bench.sh paired` (or as part of `scripts/bench.sh`).
   BENCH_ROUNDS=N     rounds (default 7; 2 with BENCH_QUICK=1)
   OURS_BEFORE=PATH   also measure another build of bench/src/bin/ours.rs in
                      every round (e.g. the previous release), as "before"
+  OURS_BEFORE_LABEL=TEXT  what that build is, for BENCHMARKS.md
 """
 
 import json
@@ -150,6 +151,7 @@ def main():
         "in_flight": IN_FLIGHT,
         "workloads": {kind: {"requests": r, "warmup": w} for kind, (r, w) in WORKLOADS.items()},
         "before": BEFORE,
+        "before_label": os.environ.get("OURS_BEFORE_LABEL"),
         "versions": common.versions(),
         "summary": summary,
         "runs": rounds,
@@ -172,7 +174,8 @@ def render(p):
              + (" `raw-again` is the hand-written loop run a second time in each round: its ratios are the"
                 " machine's noise floor, what two runs of the same program differ by."
                 if any("raw-again" in by_variant for by_variant in p["summary"].values()) else "")
-             + (" `before` is another build of the same binary (`OURS_BEFORE`)." if p.get("before") else ""), "",
+             + ((" `before` is another build of the same binary (`OURS_BEFORE`)"
+                 + (f": {p['before_label']}" if p.get("before_label") else "") + ".") if p.get("before") else ""), "",
              "| workload | variant | throughput ÷ loop: min / median / max (rounds < 0.85) | CPU per request ÷ loop | p99 ÷ loop |",
              "|---|---|---|---|---|"]
 
@@ -203,9 +206,17 @@ def render(p):
                          f"{run['raw']['cpu_us_per_request']:.0f} µs"
                          + (f"; the loop's second run: {run['raw-again']['throughput'] / run['raw']['throughput']:.2f}×"
                             if "raw-again" in run else "") + ")")
-    spin = p["summary"].get("spin", {}).get("ours_vs_before_throughput")
-    if spin:
-        lines += ["", f"`spin` throughput, ours ÷ before: {cell(spin)}."]
+    if p.get("before"):
+        lines += ["", "`ours` ÷ `before`, paired within each round, beside `raw-again` ÷ `raw` (the noise floor):", "",
+                  "| workload | throughput, ours ÷ before | throughput, raw-again ÷ raw | CPU per request, ours ÷ before | CPU per request, raw-again ÷ raw |",
+                  "|---|---|---|---|---|"]
+        for kind, runs in p["runs"].items():
+            def ratio(a, b, key):
+                return stats([run[a][key] / run[b][key] for run in runs])
+            lines.append(f"| {kind} | {cell(ratio('ours', 'before', 'throughput'))} | "
+                         f"{cell(ratio('raw-again', 'raw', 'throughput'))} | "
+                         f"{cell(ratio('ours', 'before', 'cpu_us_per_request'))} | "
+                         f"{cell(ratio('raw-again', 'raw', 'cpu_us_per_request'))} |")
     lines.append("")
     return lines
 

@@ -23,10 +23,10 @@ cargo build --workspace --all-targets --locked
 # services uses), with each feature alone, and its unit and doc tests there.
 echo "==> cargo features of tool-service" >&2
 cargo clippy -p tool-service --all-targets --locked --no-default-features -- -D warnings
-cargo check -p tool-service --locked --no-default-features --features cli
-cargo check -p tool-service --locked --no-default-features --features pulsar
-cargo check -p tool-service --locked --no-default-features --features mcp
-cargo check -p tool-service --locked --no-default-features --features cli,mcp
+cargo clippy -p tool-service --locked --no-default-features --features cli -- -D warnings
+cargo clippy -p tool-service --locked --no-default-features --features pulsar -- -D warnings
+cargo clippy -p tool-service --locked --no-default-features --features mcp -- -D warnings
+cargo clippy -p tool-service --locked --no-default-features --features cli,mcp -- -D warnings
 cargo test -p tool-service --locked --no-default-features
 # The application metrics of a prometheus_client registry.
 cargo clippy -p tool-service --all-targets --locked --features prometheus-client -- -D warnings
