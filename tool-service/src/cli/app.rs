@@ -621,14 +621,13 @@ fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
                 ServeError::Metrics { .. } => Some(String::from(
                     "; pick another port with --metrics-port or turn metrics off with --no-metrics",
                 )),
+                // Its source is boxed: the chain's next error is the box,
+                // which no downcast to `ConnectError` sees.
                 ServeError::Connect { source, .. } => {
                     source.flag_advice().map(|advice| format!("; {advice}"))
                 }
                 _ => None,
             };
-        }
-        if let Some(error) = error.downcast_ref::<crate::broker::ConnectError>() {
-            return error.flag_advice().map(|advice| format!("; {advice}"));
         }
         if let Some(error) = error.downcast_ref::<AnnounceError>() {
             return match error {
