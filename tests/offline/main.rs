@@ -4,6 +4,7 @@
 //! * `architecture`: the runtime's module layers, read with `syn`;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
+//! * `suites`: every broker test takes its suite's turn;
 //! * `ui`: the attribute's compile errors and accepted shapes (trybuild);
 //! * `version`: `-V` and `--version` of the examples.
 
@@ -13,5 +14,6 @@ mod support;
 mod architecture;
 mod fuzz_seeds;
 mod golden;
+mod suites;
 mod ui;
 mod version;

@@ -537,3 +537,44 @@ impl RawTopic {
         }
     }
 }
+
+/// Who holds the broker suites' gate: a suite's name and how many of its
+/// tests run.
+static SUITE: std::sync::Mutex<(&str, usize)> = std::sync::Mutex::new(("", 0));
+static SUITE_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A test's turn in its suite: held while the test runs, released when
+/// dropped (a panic included).
+pub struct SuiteTurn {
+    suite: &'static str,
+}
+
+/// Waits until no test of another suite runs, then returns this test's turn.
+/// The suites of one test binary share its broker topics and example
+/// binaries, so they take turns, as separate test binaries would; the tests
+/// of one suite still run side by side.
+///
+/// Every test of `tests/broker/` starts with
+/// `let _suite = support::suite(module_path!());`
+/// (`tests/offline/architecture.rs` checks it).
+pub fn suite(suite: &'static str) -> SuiteTurn {
+    let mut holder = SUITE.lock().unwrap_or_else(|poison| poison.into_inner());
+    while holder.1 > 0 && holder.0 != suite {
+        holder = SUITE_FREED
+            .wait(holder)
+            .unwrap_or_else(|poison| poison.into_inner());
+    }
+    *holder = (suite, holder.1 + 1);
+    SuiteTurn { suite }
+}
+
+impl Drop for SuiteTurn {
+    fn drop(&mut self) {
+        let mut holder = SUITE.lock().unwrap_or_else(|poison| poison.into_inner());
+        debug_assert_eq!(holder.0, self.suite);
+        holder.1 -= 1;
+        if holder.1 == 0 {
+            SUITE_FREED.notify_all();
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! without quoting the payload, and the service answers a normal request
 //! right after. Needs a broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use support::RawTopic;
 use tool_service::wire::Frame;
@@ -76,6 +76,7 @@ fn deeply_nested(depth: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_request_gets_an_error_frame_and_the_service_keeps_serving() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["bad-input-service"]).await;
     let mut pair = Pair::open("bad-input").await;
     let big = format!(
@@ -244,6 +245,7 @@ async fn every_bad_request_gets_an_error_frame_and_the_service_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_fails_midway_ends_with_an_error_frame() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["bad-input-stream-service"]).await;
     let mut pair = Pair::open("bad-input-stream").await;
     let (id, frames) = pair

@@ -4,7 +4,7 @@
 //! are driven by `interop/test_agent_e2e.py`. Needs a broker:
 //! `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
@@ -174,6 +174,7 @@ fn answer(request: &Value, store: &mut BTreeMap<(String, String), String>) -> Va
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_no_config_service_announce_fails_within_its_timeout() {
+    let _suite = support::suite(module_path!());
     let started = Instant::now();
     let output = run(
         "joke",
@@ -203,6 +204,7 @@ static JOKE_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_announce_keeps_serving_and_retries_while_no_config_service_answers() {
+    let _suite = support::suite(module_path!());
     let _joke_topic = JOKE_TOPIC.lock().await;
     let metrics_port = support::free_port().to_string();
     let replica = Replica::start(
@@ -260,6 +262,7 @@ async fn serve_announce_keeps_serving_and_retries_while_no_config_service_answer
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_reply_is_quoted_and_nothing_more_is_sent() {
+    let _suite = support::suite(module_path!());
     let refusal = json!({"type": "config-error", "message": "the table store is down"});
     let config = ScriptedConfig::start("it-refusing", Some(refusal)).await;
     let output = run(
@@ -276,6 +279,7 @@ async fn an_error_reply_is_quoted_and_nothing_more_is_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
+    let _suite = support::suite(module_path!());
     let config = ScriptedConfig::start("it-clash", None).await;
     let theirs = json!({"type": "tool-service", "name": "tell-joke", "description": "Theirs",
         "service": "their-jokes", "arguments": []});
@@ -343,6 +347,7 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
 
 #[test]
 fn dry_run_prints_the_one_request_and_sends_nothing() {
+    let _suite = support::suite(module_path!());
     // No broker is needed: nothing is sent.
     let output = Command::new(support::example("echo"))
         .args(["announce", "--dry-run", "--workspace", "team-a"])
@@ -403,6 +408,7 @@ fn dry_run_prints_the_one_request_and_sends_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn withdraw_on_exit_takes_the_items_away_at_shutdown() {
+    let _suite = support::suite(module_path!());
     let _joke_topic = JOKE_TOPIC.lock().await;
     let config = ScriptedConfig::start("it-exit", None).await;
     let replica = Replica::start(
@@ -436,6 +442,7 @@ async fn withdraw_on_exit_takes_the_items_away_at_shutdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
+    let _suite = support::suite(module_path!());
     // TrustGraph's agent reloads only the types a change names: a delete of
     // the `tool-service` alone would leave it with no tools at all.
     let config = ScriptedConfig::start("it-padding", None).await;
@@ -480,6 +487,7 @@ async fn withdraw_names_both_types_even_when_one_has_nothing_of_ours() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
+    let _suite = support::suite(module_path!());
     let _joke_topic = JOKE_TOPIC.lock().await;
     let config = ScriptedConfig::start("it-serve-clash", None).await;
     let theirs = json!({"type": "tool-service", "name": "tell-joke", "description": "Theirs",
@@ -511,6 +519,7 @@ async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_mcp_the_rules_hold_and_a_route_switch_of_our_own_tool_is_no_clash() {
+    let _suite = support::suite(module_path!());
     let config = ScriptedConfig::start("it-mcp", None).await;
     let url = "http://joke-tools:8900/mcp";
     let mcp = |command: &str, extra: &[&str]| {
@@ -622,6 +631,7 @@ async fn over_mcp_the_rules_hold_and_a_route_switch_of_our_own_tool_is_no_clash(
 
 #[test]
 fn announce_dry_run_over_mcp_prints_the_put_with_the_token() {
+    let _suite = support::suite(module_path!());
     let dir = std::env::temp_dir().join(format!("tool-service-mcp-token-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let token = dir.join("token");

@@ -1,7 +1,7 @@
 //! `serve` on a real Apache Pulsar broker, driven by the Rust client and by
 //! raw Pulsar messages. Needs a broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use support::RawTopic;
 
@@ -123,6 +123,7 @@ async fn client(topic: &str) -> ToolClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joke_request_with_config_and_arguments() {
+    let _suite = support::suite(module_path!());
     let served = support::InProcess::start(&["it-joke-service"]).await;
     let client = client("it-joke").await;
     let text = client
@@ -147,6 +148,7 @@ async fn joke_request_with_config_and_arguments() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-raw-service"]).await;
     let mut raw = RawTopic::open("non-persistent", "it-raw").await;
     raw.send(br#"{"config": "{}", "arguments": "{}"}"#, Some("req-42"))
@@ -163,6 +165,7 @@ async fn ids_are_echoed_and_a_missing_id_is_answered_as_unknown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_reaches_the_handler_only_when_sent() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-raw-user-service"]).await;
     let mut raw = RawTopic::open("non-persistent", "it-raw-user").await;
     raw.send(
@@ -183,6 +186,7 @@ async fn the_user_reaches_the_handler_only_when_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-strict-service"]).await;
     let client = client("it-strict").await;
     match client.call(&json!({}), &json!({"count": "five"})).await {
@@ -206,6 +210,7 @@ async fn bad_input_gets_an_error_frame_and_the_service_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-panic-service"]).await;
     let client = client("it-panic").await;
     match client.call(&json!({}), &json!({"panic": true})).await {
@@ -226,6 +231,7 @@ async fn a_panicking_handler_answers_an_error_and_the_next_request_succeeds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
+    let _suite = support::suite(module_path!());
     const REQUESTS: usize = 1000;
     let _served = support::InProcess::start(&["it-durable-service"]).await;
     let client = support::client("persistent", "it-durable").await;
@@ -261,6 +267,7 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_on_a_non_persistent_topic_is_answered_never_dropped() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start_with(&["it-slow-service"], |options| {
         options.receive_window = Some(3);
     })
@@ -298,6 +305,7 @@ async fn a_burst_on_a_non_persistent_topic_is_answered_never_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_frames_arrive_in_order_with_end_of_stream_only_on_the_last() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-stream-service"]).await;
     let client = client("it-stream").await;
     let request = tool_service::wire::Request::new(json!({}), json!({"count": 25}));
@@ -321,6 +329,7 @@ async fn streaming_frames_arrive_in_order_with_end_of_stream_only_on_the_last() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_has_exactly_one_end_frame_on_the_wire_and_it_is_last() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-stream-raw-service"]).await;
     let mut raw = RawTopic::open("non-persistent", "it-stream-raw").await;
     let request = tool_service::wire::Request::new(json!({}), json!({"count": 5}));
@@ -333,6 +342,7 @@ async fn a_stream_has_exactly_one_end_frame_on_the_wire_and_it_is_last() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_services_are_refused_before_connecting() {
+    let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
     let mut options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:9");
     options.only = vec![String::from("no-such-service")];
@@ -349,6 +359,7 @@ async fn unknown_services_are_refused_before_connecting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_returns_after_its_shutdown_future_completes() {
+    let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
     let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
     options.only = vec![String::from("it-echo-service")];

@@ -2,7 +2,7 @@
 //! opens its SQLite database once in its setup hook, shares it with every
 //! request as `#[state]`, and closes it after the drain. On a real broker.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -41,6 +41,7 @@ fn sources(text: &str) -> Vec<String> {
 
 #[test]
 fn a_failed_setup_exits_naming_the_flag_and_subscribes_nothing() {
+    let _suite = support::suite(module_path!());
     let url = support::require_broker();
     let replica = Replica::spawn_with_env(
         &url,
@@ -65,6 +66,7 @@ fn a_failed_setup_exits_naming_the_flag_and_subscribes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
+    let _suite = support::suite(module_path!());
     let _turn = CUSTOM_RAG.lock().await;
     let metrics_port = support::free_port();
     let db = temp_db("concurrent.db");
@@ -134,6 +136,7 @@ async fn one_database_serves_200_concurrent_calls_and_sees_new_rows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shutdown_hook_runs_after_the_drain() {
+    let _suite = support::suite(module_path!());
     let _turn = CUSTOM_RAG.lock().await;
     let db = temp_db("drain.db");
     let db_text = db.to_str().unwrap().to_owned();
@@ -170,6 +173,7 @@ async fn the_shutdown_hook_runs_after_the_drain() {
 /// handlers only, and what `call` opens.
 #[test]
 fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
+    let _suite = support::suite(module_path!());
     let run = |args: &[&str], env: &[(&str, &str)]| {
         let output = std::process::Command::new(support::example("custom_rag"))
             .args(args)
@@ -239,6 +243,7 @@ fn the_binarys_own_flag_is_in_the_help_and_reaches_the_setup_hook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_from_a_library_crate_is_listed_and_served() {
+    let _suite = support::suite(module_path!());
     let list = std::process::Command::new(support::example("two_crates"))
         .arg("list")
         .output()

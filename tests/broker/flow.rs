@@ -5,7 +5,7 @@
 //! state the broker or the service reports, never a fixed sleep. Needs a
 //! broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -38,6 +38,7 @@ async fn it_flow_gauge(n: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_bounds_the_requests_running_at_once() {
+    let _suite = support::suite(module_path!());
     let _served = support::InProcess::start(&["it-flow-gauge-service"]).await;
     let client = support::client("non-persistent", "it-flow-gauge").await;
     let calls = (0..12).map(|n| {
@@ -71,6 +72,7 @@ async fn it_flow_durable(n: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_topic_keeps_what_the_replica_has_no_room_for() {
+    let _suite = support::suite(module_path!());
     // One running, one waiting: on a non-persistent topic the rest of a burst
     // is refused `overloaded` (transport.rs); here the broker keeps it.
     let _served = support::InProcess::start_with(&["it-flow-durable-service"], |options| {
@@ -141,6 +143,7 @@ async fn it_flow_hold(n: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_shutdown_queued_requests_are_refused_and_the_running_one_finishes() {
+    let _suite = support::suite(module_path!());
     let served = support::InProcess::start(&["it-flow-hold-service"]).await;
     let client = Arc::new(support::client("non-persistent", "it-flow-hold").await);
     let call = |n: u32| {
@@ -194,6 +197,7 @@ async fn it_flow_stuck() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grace_period_abandons_what_still_runs() {
+    let _suite = support::suite(module_path!());
     let served = support::InProcess::start_with(&["it-flow-stuck-service"], |options| {
         options.grace_period = Duration::from_millis(300);
     })
@@ -224,6 +228,7 @@ async fn the_grace_period_abandons_what_still_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_exits_1_when_the_grace_period_abandons_a_request() {
+    let _suite = support::suite(module_path!());
     let _topic = WAIT_TOPIC.lock().await;
     let port = support::free_port();
     let port_text = port.to_string();
@@ -286,6 +291,7 @@ async fn it_flow_durable_hold(n: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker() {
+    let _suite = support::suite(module_path!());
     const ID: &str = "it-flow-durable-hold-service";
     let served = support::InProcess::start(&[ID]).await;
     let client = Arc::new(support::client("persistent", "it-flow-durable-hold").await);
@@ -332,6 +338,7 @@ async fn at_shutdown_queued_requests_on_a_persistent_topic_go_back_to_the_broker
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receive_window_and_worker_threads_from_the_command_line() {
+    let _suite = support::suite(module_path!());
     let _topic = WAIT_TOPIC.lock().await;
     // One running and two waiting: of a burst of eight slow requests, the
     // rest is refused at once. One worker thread serves them all.
@@ -407,6 +414,7 @@ fn thread_name() -> String {
 
 #[test]
 fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
+    let _suite = support::suite(module_path!());
     // `serve` driven by a thread of the test's own, as `run()` drives it
     // from `main`; the runtime's worker threads have a name of their own.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -506,6 +514,7 @@ fn peak_rss_mib(pid: u32) -> u64 {
 /// request is still answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_large_requests_stays_within_the_byte_budget() {
+    let _suite = support::suite(module_path!());
     const REQUESTS: usize = 100;
     let replica = support::Replica::start("echo", &["--only", "durable-echo-service"]);
     let pid = replica.child.id();

@@ -5,7 +5,7 @@
 //! work with the right settings and fail at start-up, clearly, with wrong
 //! ones, without ever logging the token.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -200,6 +200,7 @@ fn assert_said(lines: &[String], expected: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_authentication_and_tls_on_a_broker_that_requires_them() {
+    let _suite = support::suite(module_path!());
     let material = make_material();
     let tls_port = support::free_port();
     let config = broker_config(&material, tls_port);

@@ -3,7 +3,7 @@
 //! Pulsar broker. Needs the broker and the Python peer: `scripts/test.sh`
 //! provides both (`scripts/pulsar.sh start`, `scripts/python-peer.sh`).
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -87,6 +87,7 @@ impl Drop for PythonJokeService {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rust_client_calls_trustgraphs_python_service() {
+    let _suite = support::suite(module_path!());
     let _service = PythonJokeService::start();
     let client = support::client("non-persistent", "py-joke").await;
 

@@ -7,7 +7,7 @@
 //! consumer the Pulsar client cannot re-create is replaced. Needs a broker:
 //! `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -33,6 +33,7 @@ static BLOB_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_results_are_answered_and_small_calls_keep_flowing() {
+    let _suite = support::suite(module_path!());
     let _blob_topic = BLOB_TOPIC.lock().await;
     let metrics_port = support::free_port();
     let replica = Replica::start(
@@ -201,6 +202,7 @@ async fn all_acknowledged(topic: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redelivered() {
+    let _suite = support::suite(module_path!());
     let serving = support::InProcess::start(&["it-oversized-durable-service"]).await;
     let mut raw = RawTopic::open("persistent", "it-oversized-durable").await;
 
@@ -233,6 +235,7 @@ async fn on_a_persistent_topic_an_oversized_result_is_acknowledged_not_redeliver
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_near_the_limit_whose_answer_is_larger_gets_the_error() {
+    let _suite = support::suite(module_path!());
     let _serving = support::InProcess::start(&["it-oversized-echo-service"]).await;
     let mut raw = RawTopic::open("non-persistent", "it-oversized-echo").await;
     // A 4.5 MB request fits; its structured answer holds it twice.
@@ -257,6 +260,7 @@ async fn echo_twice(value: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_message_size_lowers_the_limit_and_the_log_says_which_applies() {
+    let _suite = support::suite(module_path!());
     let _blob_topic = BLOB_TOPIC.lock().await;
     let replica = Replica::spawn_at(
         &support::require_broker(),
@@ -341,6 +345,7 @@ async fn refused_blob(bytes: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_the_broker_refuses_fails_that_request_only() {
+    let _suite = support::suite(module_path!());
     let mut raw = RawTopic::open("persistent", "it-send-failure").await;
     // A topic policy below the broker's limit: the handshake cannot see it,
     // so the broker refuses the frame itself.
@@ -394,6 +399,7 @@ async fn resubscribed_echo(text: String) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_the_client_cannot_recreate_is_replaced() {
+    let _suite = support::suite(module_path!());
     const NAMESPACE: &str = "/admin/v2/namespaces/tg/it-resubscribe";
     const CREATE: &str = r#"{"allowAutoTopicCreation": true, "topicType": "non-partitioned"}"#;
     support::assert_admin("PUT", NAMESPACE, "");
@@ -465,6 +471,7 @@ async fn refused_echo(text: String) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_whose_notice_is_refused_too_is_redelivered_until_answered() {
+    let _suite = support::suite(module_path!());
     let mut raw = RawTopic::open("persistent", "it-notice-refused").await;
     // Smaller than any frame, the notice included.
     limit_response_size("it-notice-refused", Some(10)).await;

@@ -2,7 +2,7 @@
 //! keep config and argument values out unless asked. Needs a broker:
 //! `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_invocations_errors_latency_and_in_flight() {
+    let _suite = support::suite(module_path!());
     let _topic = WAIT_TOPIC.lock().await;
     let port = free_port();
     let port_text = port.to_string();
@@ -146,6 +147,7 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_metrics_opens_no_port() {
+    let _suite = support::suite(module_path!());
     let port = free_port();
     let replica = Replica::start(
         "echo",
@@ -171,6 +173,7 @@ async fn no_metrics_opens_no_port() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_metrics_port_is_a_clear_startup_error() {
+    let _suite = support::suite(module_path!());
     let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let mut replica = Replica::spawn_at(
@@ -231,6 +234,7 @@ async fn logs_with(extra: &[&str], env: &[(&str, &str)], ready: &str) -> Vec<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
+    let _suite = support::suite(module_path!());
     let _topic = ECHO_TOPIC.lock().await;
     let lines = logs_of_a_run(&[]).await;
     let all = lines.join("\n");
@@ -257,6 +261,7 @@ async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_parse_and_rust_log_takes_the_place_of_log_level() {
+    let _suite = support::suite(module_path!());
     // Serialized with the test above by the echo topic: each run is one
     // replica, and the runs of one test follow each other.
     let _topic = ECHO_TOPIC.lock().await;
@@ -305,6 +310,7 @@ async fn json_logs_parse_and_rust_log_takes_the_place_of_log_level() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_follows_the_start_and_the_drain_and_livez_answers_throughout() {
+    let _suite = support::suite(module_path!());
     // While the broker cannot be reached: alive, not ready, and why.
     let port = free_port();
     let port_text = port.to_string();
@@ -369,6 +375,7 @@ async fn readyz_follows_the_start_and_the_drain_and_livez_answers_throughout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_start_and_a_clean_stop_log_nothing_at_warn_or_above() {
+    let _suite = support::suite(module_path!());
     let replica = Replica::start("echo", &["--only", "whoami-service"]);
     let (status, lines) = replica.finish();
     assert!(status.success(), "{lines:#?}");
@@ -385,6 +392,7 @@ async fn a_healthy_start_and_a_clean_stop_log_nothing_at_warn_or_above() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_environment_configures_serve_as_its_flags_would() {
+    let _suite = support::suite(module_path!());
     let port = free_port();
     let child = std::process::Command::new(support::example("echo"))
         .env_remove("RUST_LOG")
@@ -438,6 +446,7 @@ async fn the_environment_configures_serve_as_its_flags_would() {
 /// broker and a token file of the test's), and its probe paths are probed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deployment_recipe_matches_what_the_binary_serves() {
+    let _suite = support::suite(module_path!());
     let root = env!("CARGO_MANIFEST_DIR");
     let manifest = std::fs::read_to_string(format!("{root}/deploy/kubernetes.yaml")).unwrap();
     let dockerfile = std::fs::read_to_string(format!("{root}/deploy/Dockerfile")).unwrap();

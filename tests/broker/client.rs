@@ -3,7 +3,7 @@
 //! frames for other callers, frames after the last one, and silence. Needs a
 //! broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -52,6 +52,7 @@ impl Responder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_takes_its_own_frames_up_to_the_last_and_names_a_broken_response() {
+    let _suite = support::suite(module_path!());
     let pulsar = support::connect().await;
     let mut responder = Responder {
         requests: tool_service::broker::subscribe_own(&pulsar, REQUESTS)

@@ -1,7 +1,7 @@
 //! `serve` as users run it: example binaries as separate processes on a real
 //! Apache Pulsar broker. Needs a broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,6 +16,7 @@ async fn client(topic: &str) -> ToolClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_on_one_subscription_split_the_load() {
+    let _suite = support::suite(module_path!());
     const REQUESTS: usize = 200;
     let first = Replica::start("echo", &["--only", "whoami-service", "--concurrency", "4"]);
     let second = Replica::start("echo", &["--only", "whoami-service", "--concurrency", "4"]);
@@ -46,6 +47,7 @@ async fn two_replicas_on_one_subscription_split_the_load() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_in_flight_requests_finish_and_answer() {
+    let _suite = support::suite(module_path!());
     const REQUESTS: usize = 20;
     let port = support::free_port();
     let port_text = port.to_string();
@@ -104,6 +106,7 @@ async fn sigterm_lets_in_flight_requests_finish_and_answer() {
 
 #[test]
 fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
+    let _suite = support::suite(module_path!());
     // Nothing listens on port 9; `serve` must keep retrying (and say so
     // once at WARN, then at debug), and still stop cleanly when asked.
     let mut replica = Replica::spawn_at(
@@ -137,6 +140,7 @@ fn an_unreachable_broker_is_retried_with_backoff_until_shutdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_handler_is_answered_timeout_and_frees_its_slot() {
+    let _suite = support::suite(module_path!());
     // One slot, so the next request is only served once the hung one is gone;
     // the command line's timeout wins over the attribute's 2 s.
     let _replica = Replica::start(
@@ -178,6 +182,7 @@ async fn a_hanging_handler_is_answered_timeout_and_frees_its_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_a_killed_replica_held_are_redelivered_and_answered_once() {
+    let _suite = support::suite(module_path!());
     const REQUESTS: usize = 40;
     let port = support::free_port();
     let port_text = port.to_string();

@@ -1,7 +1,7 @@
 //! The example binaries, run as a user runs them: their descriptors equal the
 //! spec's golden JSON, and `call` goes through the production path.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 
@@ -38,6 +38,7 @@ fn frames(output: &Output) -> Vec<Value> {
 
 #[test]
 fn joke_descriptors_equal_the_spec() {
+    let _suite = support::suite(module_path!());
     for args in [&[][..], &["descriptors"]] {
         let tree = stdout_json(&run("joke", args));
         assert_eq!(
@@ -52,6 +53,7 @@ fn joke_descriptors_equal_the_spec() {
 
 #[test]
 fn custom_rag_has_two_tools_on_one_service() {
+    let _suite = support::suite(module_path!());
     let tree = stdout_json(&run("custom_rag", &[]));
     assert_eq!(
         tree["tool-service"]["custom-rag"],
@@ -69,6 +71,7 @@ fn custom_rag_has_two_tools_on_one_service() {
 
 #[test]
 fn groups_and_states_go_into_the_tool_items() {
+    let _suite = support::suite(module_path!());
     let tree = stdout_json(&run("groups", &["descriptors"]));
     assert_eq!(
         tree["tool"]["search-tickets"],
@@ -82,6 +85,7 @@ fn groups_and_states_go_into_the_tool_items() {
 
 #[test]
 fn descriptors_out_writes_one_file_per_item() {
+    let _suite = support::suite(module_path!());
     let dir = std::env::temp_dir().join(format!("tool-service-out-{}", std::process::id()));
     let output = run(
         "custom_rag",
@@ -100,6 +104,7 @@ fn descriptors_out_writes_one_file_per_item() {
 
 #[test]
 fn call_prints_a_success_frame() {
+    let _suite = support::suite(module_path!());
     let output = run(
         "joke",
         &[
@@ -125,6 +130,7 @@ fn call_prints_a_success_frame() {
 
 #[test]
 fn call_sends_the_tool_preset_and_the_user() {
+    let _suite = support::suite(module_path!());
     let output = run(
         "joke",
         &[
@@ -160,6 +166,7 @@ fn call_sends_the_tool_preset_and_the_user() {
 
 #[test]
 fn call_with_a_wrong_argument_prints_an_error_frame_naming_it() {
+    let _suite = support::suite(module_path!());
     let output = run("joke", &["call", "tell-joke", "--args", r#"{"topic": 5}"#]);
     assert_eq!(output.status.code(), Some(1));
     let frames = frames(&output);
@@ -173,6 +180,7 @@ fn call_with_a_wrong_argument_prints_an_error_frame_naming_it() {
 
 #[test]
 fn call_of_an_unknown_name_lists_the_known_ones() {
+    let _suite = support::suite(module_path!());
     let output = run("joke", &["call", "tell-jokes"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -185,6 +193,7 @@ fn call_of_an_unknown_name_lists_the_known_ones() {
 
 #[test]
 fn streaming_call_prints_every_frame_in_order() {
+    let _suite = support::suite(module_path!());
     let output = run(
         "streaming",
         &[
@@ -209,6 +218,7 @@ fn streaming_call_prints_every_frame_in_order() {
 
 #[test]
 fn list_names_queues_and_tools() {
+    let _suite = support::suite(module_path!());
     let output = run("custom_rag", &["list"]);
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("custom-rag\n"));
@@ -220,6 +230,7 @@ fn list_names_queues_and_tools() {
 
 #[test]
 fn call_holds_a_service_to_its_timeout_attribute() {
+    let _suite = support::suite(module_path!());
     let output = std::process::Command::new(support::example("echo"))
         .args(["call", "wait", "--args", r#"{"ms": 60000}"#])
         .output()
@@ -234,6 +245,7 @@ fn call_holds_a_service_to_its_timeout_attribute() {
 
 #[test]
 fn call_holds_a_result_to_the_default_maximum_message_size() {
+    let _suite = support::suite(module_path!());
     let output = std::process::Command::new(support::example("echo"))
         .args(["call", "blob", "--args", r#"{"bytes": 6000000}"#])
         .output()
@@ -255,6 +267,7 @@ fn call_holds_a_result_to_the_default_maximum_message_size() {
 
 #[test]
 fn serve_names_an_unknown_service_and_stops_before_connecting() {
+    let _suite = support::suite(module_path!());
     for args in [
         &["--only", "no-such-service"][..],
         &["--timeout", "no-such-service=5s"][..],
@@ -286,6 +299,7 @@ fn serve_names_an_unknown_service_and_stops_before_connecting() {
 
 #[test]
 fn a_binary_with_several_services_writes_one_file_per_item() {
+    let _suite = support::suite(module_path!());
     let dir = std::env::temp_dir().join(format!(
         "tool-service-echo-descriptors-{}",
         std::process::id()
@@ -324,6 +338,7 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
 
 #[test]
 fn a_token_about_to_cross_the_network_in_clear_text_is_warned_about() {
+    let _suite = support::suite(module_path!());
     // 0.0.0.0 is not a loopback address to the check, yet nothing leaves the
     // machine: the connection goes to the closed local port 9.
     let mut child = std::process::Command::new(support::example("echo"))
@@ -361,6 +376,7 @@ fn a_token_about_to_cross_the_network_in_clear_text_is_warned_about() {
 
 #[test]
 fn serve_help_names_the_token_variables_never_their_values() {
+    let _suite = support::suite(module_path!());
     // In a process of its own: setting the variable in this test process
     // would race with other tests reading the environment.
     let output = std::process::Command::new(support::example("echo"))

@@ -4,7 +4,7 @@
 //! standalone broker on other ports (via `scripts/pulsar.sh`), so restarting
 //! it disturbs nothing else.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -133,6 +133,7 @@ fn assert_stays_recovered(outcomes: &Outcomes, recovered: Instant, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reconnects_after_a_broker_restart_under_traffic() {
+    let _suite = support::suite(module_path!());
     let broker = PrivateBroker::start(&[]);
     let url = broker.url();
     let metrics_port = support::free_port().to_string();

@@ -2,7 +2,7 @@
 //! text in logs, idle connections to the metrics endpoint, TCP_NODELAY set
 //! on broker connections only. Needs a broker: `scripts/pulsar.sh start`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ const HOSTILE: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn untrusted_text_is_logged_escaped_on_one_bounded_line() {
+    let _suite = support::suite(module_path!());
     let replica = Replica::spawn_at(
         &support::require_broker(),
         "echo",
@@ -98,6 +99,7 @@ fn open_fds(pid: u32) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_metrics_connections_cannot_pile_up() {
+    let _suite = support::suite(module_path!());
     let port = support::free_port();
     let replica = Replica::spawn_at(
         &support::require_broker(),
@@ -206,6 +208,7 @@ fn nodelay_of_sockets_to(peer: std::net::SocketAddr) -> Vec<bool> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodelay_is_set_on_broker_connections_and_no_other_socket() {
+    let _suite = support::suite(module_path!());
     let url = support::require_broker();
     let broker: std::net::SocketAddr = url
         .trim_start_matches("pulsar://")
@@ -402,6 +405,7 @@ async fn survives_hostile_batch_counts(persistence: &str, topic: &str, service: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_batch_counts_on_a_non_persistent_topic() {
+    let _suite = support::suite(module_path!());
     survives_hostile_batch_counts(
         "non-persistent",
         "it-hostile-batch",
