@@ -269,8 +269,18 @@ pub async fn custom_rag(
 ) -> Result<Vec<Passage>, ToolError> {
     let collection = config.collection.clone();
     let limit = config.max_results;
+    // The query's own span, inside the request's: with the `otel` feature,
+    // it is the child of the request's span in the trace.
+    let query = tracing::info_span!(
+        "search",
+        otel.name = "SELECT passages",
+        otel.kind = "client",
+        db.system.name = "sqlite",
+        db.collection.name = "passages",
+    );
     // SQLite blocks: run it on the blocking pool, not on a handler thread.
     tokio::task::spawn_blocking(move || {
+        let _query = query.enter();
         if !passages.has_collection(&collection)? {
             return Ok(Err(ToolError::with_type(
                 "not-found",

@@ -27,7 +27,7 @@ def examples_dir():
 class Replica:
     """An example binary running `serve`, ready when it logs `ready`."""
 
-    def __init__(self, example, *args):
+    def __init__(self, example, *args, env=None):
         self.lines = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
@@ -35,6 +35,7 @@ class Replica:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, **(env or {})},
         )
         threading.Thread(target=self._read, daemon=True).start()
         if not self.ready.wait(60):
@@ -49,6 +50,17 @@ class Replica:
 
     def stop(self):
         return stop(self.process)
+
+
+def traced(receiver, name, **more):
+    """The `OTEL_*` variables that send a binary's spans to `receiver`,
+    batched every 100 ms."""
+    return {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_SERVICE_NAME": name,
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        **more,
+    }
 
 
 def stop(process):

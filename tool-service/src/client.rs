@@ -45,6 +45,8 @@ type Pending = Arc<StdMutex<HashMap<String, mpsc::UnboundedSender<Frame>>>>;
 /// ```
 pub struct ToolClient {
     producer: Mutex<Producer<TokioExecutor>>,
+    /// Where requests go: the name of their `send` spans.
+    request_queue: String,
     pending: Pending,
     reader: tokio::task::JoinHandle<()>,
     timeout: Duration,
@@ -109,6 +111,7 @@ impl ToolClient {
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {
             producer: Mutex::new(producer),
+            request_queue: request_queue.to_owned(),
             pending,
             reader,
             timeout: DEFAULT_TIMEOUT,
@@ -209,7 +212,12 @@ impl ToolClient {
             id: &id,
         };
         let exchange = async {
-            crate::broker::publish(&self.producer, &id, payload).await?;
+            // The request carries the context of its `send` span, a child
+            // of the caller's current span: the service joins the trace.
+            let publish = crate::trace::Send::request(&self.request_queue);
+            let headers = publish.headers();
+            crate::broker::publish(&self.producer, &id, payload, headers).await?;
+            drop(publish);
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {
                 let last = frame.end_of_stream;

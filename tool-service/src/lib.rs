@@ -117,6 +117,14 @@ pub mod serve;
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
+// OpenTelemetry traces.
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
+// Each request's span, and the trace context it carries in and out.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod trace;
+
 // The command line.
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]

@@ -49,7 +49,11 @@ impl Exchange {
     /// if any, becomes [`AnnounceError::Refused`].
     async fn request(&mut self, body: &Value) -> Result<Result<Value, Silent>, AnnounceError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let message = crate::broker::response(&id, body.to_string().into_bytes());
+        let message = crate::broker::response(
+            &id,
+            body.to_string().into_bytes(),
+            crate::trace::Headers::default(),
+        );
         self.producer.send_non_blocking(message).await?.await?;
         let reply = tokio::time::timeout(self.timeout, async {
             while let Some(next) = self.replies.next().await {

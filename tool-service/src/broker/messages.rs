@@ -55,30 +55,38 @@ pub(crate) async fn producer(
         .await
 }
 
-/// Publishes `payload` with the `id` property and waits until the broker has
-/// it.
+/// Publishes `payload` with the `id` property and the trace context
+/// `trace`, and waits until the broker has it.
 pub(crate) async fn publish(
     producer: &tokio::sync::Mutex<pulsar::Producer<TokioExecutor>>,
     id: &str,
     payload: Vec<u8>,
+    trace: crate::trace::Headers,
 ) -> Result<(), pulsar::Error> {
     let receipt = producer
         .lock()
         .await
-        .send_non_blocking(response(id, payload))
+        .send_non_blocking(response(id, payload, trace))
         .await?;
     receipt.await?;
     Ok(())
 }
 
-/// A response message: `payload` with the `id` property.
-pub(crate) fn response(id: &str, payload: Vec<u8>) -> pulsar::producer::Message {
+/// A message of the protocol: `payload` with the `id` property and the
+/// trace context `trace`.
+pub(crate) fn response(
+    id: &str,
+    payload: Vec<u8>,
+    trace: crate::trace::Headers,
+) -> pulsar::producer::Message {
+    let mut properties =
+        std::collections::HashMap::from([(crate::wire::ID_PROPERTY.to_owned(), id.to_owned())]);
+    trace.for_each(|key, value| {
+        properties.insert(key.to_owned(), value);
+    });
     pulsar::producer::Message {
         payload,
-        properties: std::collections::HashMap::from([(
-            crate::wire::ID_PROPERTY.to_owned(),
-            id.to_owned(),
-        )]),
+        properties,
         ..pulsar::producer::Message::default()
     }
 }
@@ -99,10 +107,18 @@ pub(crate) fn response(id: &str, payload: Vec<u8>) -> pulsar::producer::Message 
 /// # Ok(()) }
 /// ```
 pub fn message_id<T>(message: &pulsar::consumer::Message<T>) -> Option<&str> {
+    property(message, crate::wire::ID_PROPERTY)
+}
+
+/// The property `key` of a received message.
+pub(crate) fn property<'a, T>(
+    message: &'a pulsar::consumer::Message<T>,
+    key: &str,
+) -> Option<&'a str> {
     message
         .metadata()
         .properties
         .iter()
-        .find(|property| property.key == crate::wire::ID_PROPERTY)
+        .find(|property| property.key == key)
         .map(|property| property.value.as_str())
 }

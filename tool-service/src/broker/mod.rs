@@ -7,7 +7,7 @@ mod messages;
 pub(crate) use connect::describe;
 pub use connect::{forward_client_logs, keep_nodelay, BrokerOptions, ConnectError, NoDelay};
 pub use messages::{message_id, subscribe_own};
-pub(crate) use messages::{producer, publish, response};
+pub(crate) use messages::{producer, property, publish, response};
 
 /// The Pulsar client the broker side is built on: [`BrokerOptions::connect`]
 /// returns its client, and [`ToolClient`](crate::client::ToolClient) and

@@ -382,6 +382,8 @@ impl<A: 'static> App<A> {
                 };
             }
         }
+        #[cfg(any(feature = "pulsar", feature = "mcp"))]
+        super::flush_traces(grace).await;
         result
     }
 }

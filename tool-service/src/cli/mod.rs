@@ -260,11 +260,28 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
             .with_writer(std::io::stderr)
             .boxed()
     };
-    if tracing_subscriber::registry()
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::Otel::from_env()?;
+    #[cfg(feature = "otel")]
+    let traces = otel.as_ref().map(crate::otel::Otel::layer);
+    #[cfg(not(feature = "otel"))]
+    let traces: Option<tracing_subscriber::layer::Identity> = None;
+    let installed = tracing_subscriber::registry()
         .with(layer.with_filter(filter))
+        .with(traces)
         .try_init()
-        .is_err()
-    {
+        .is_ok();
+    #[cfg(feature = "otel")]
+    if let Some(otel) = otel {
+        if installed {
+            *TRACES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(otel);
+        } else {
+            otel.shutdown(std::time::Duration::ZERO);
+        }
+    }
+    if !installed {
         // The application installed its own subscriber: it decides what is
         // shown, and says so where its lines go.
         tracing::info!(
@@ -272,6 +289,32 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
         );
     }
     Ok(())
+}
+
+/// The traces `init_logging` exports, flushed by [`flush_traces`].
+#[cfg(feature = "otel")]
+static TRACES: std::sync::Mutex<Option<crate::otel::Otel>> = std::sync::Mutex::new(None);
+
+/// Sends the spans still queued, waiting at most `grace`.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+async fn flush_traces(grace: std::time::Duration) {
+    #[cfg(feature = "otel")]
+    {
+        let otel = TRACES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(otel) = otel {
+            let flushed = tokio::task::spawn_blocking(move || otel.shutdown(grace)).await;
+            if !matches!(flushed, Ok(true)) {
+                tracing::warn!(
+                    grace = %crate::duration::format(grace),
+                    "not every span was exported within the grace period"
+                );
+            }
+        }
+    }
+    let _ = grace;
 }
 
 /// The token in `path`, without surrounding whitespace.

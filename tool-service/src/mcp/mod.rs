@@ -485,12 +485,10 @@ impl ServerHandler for McpServer {
             return Err(unknown_tool(&request.name, &self.inner.tools));
         };
         let id = context.id.to_string();
-        let span = tracing::info_span!(
-            "request",
-            service = tool.service.id(),
-            request_id = %Untrusted::id(&id),
-            transport = "mcp",
-        );
+        // The caller's trace context, if any, is in the request's `_meta`.
+        let span = crate::trace::mcp_request(tool.service, &request.name, &id, |key| {
+            context.meta.0 .0.get(key).and_then(Value::as_str)
+        });
         let progress = context.meta.get_progress_token().map(|token| Progress {
             peer: context.peer.clone(),
             token,
@@ -515,7 +513,7 @@ impl ServerHandler for McpServer {
         // registers with the cancellation tokens.
         tokio::select! {
             biased;
-            result = call.instrument(span.clone()) => Ok(result.into()),
+            result = call.instrument(span.clone()) => Ok(traced(result, &span).into()),
             () = context.ct.cancelled() => {
                 span.in_scope(|| tracing::debug!("cancelled by the client"));
                 Err(ErrorData::internal_error("the call was cancelled", None))
@@ -526,6 +524,22 @@ impl ServerHandler for McpServer {
             }
         }
     }
+}
+
+/// `result`, with the error type on the call's span, and the span's trace
+/// context in the result's `_meta` (when tracing is on).
+fn traced(mut result: CallToolResult, span: &tracing::Span) -> CallToolResult {
+    if result.is_error == Some(true) {
+        crate::trace::failed(span, "tool_error");
+    }
+    crate::trace::Headers::of(span).for_each(|key, value| {
+        result
+            .meta
+            .get_or_insert_with(rmcp::model::MetaObject::new)
+            .0
+            .insert(key.to_owned(), Value::String(value));
+    });
+    result
 }
 
 /// The JSON-RPC error for a tool this server does not have.

@@ -16,6 +16,9 @@
 //! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
+//! | `tg_tool_service_trace_spans_dropped_total` | counter | none | with the `otel` feature, while tracing is on: spans not exported (the export queue was full, or the collector did not take their batch) |
+//! | `tg_tool_service_trace_spans_exported_total` | counter | none | with `otel`: spans the collector took |
+//! | `tg_tool_service_trace_contexts_ignored_total` | counter | none | with `otel`: malformed `traceparent`s ignored |
 //!
 //! The application's own metrics (a pool's size, a cache's hits) are
 //! rendered after these, from an [`AppMetrics`] the setup hook puts in the
@@ -504,6 +507,30 @@ impl Metrics {
             let _ = writeln!(out, "# HELP {name} Whether the Pulsar broker answers");
             let _ = writeln!(out, "# TYPE {name} gauge");
             let _ = writeln!(out, "{name} {}", u8::from(broker == BROKER_CONNECTED));
+        }
+        #[cfg(feature = "otel")]
+        if crate::otel::enabled() {
+            for (name, help, value) in [
+                (
+                    "tg_tool_service_trace_spans_dropped_total",
+                    "Spans not exported: the export queue was full, or the collector did not take their batch",
+                    crate::otel::spans_dropped(),
+                ),
+                (
+                    "tg_tool_service_trace_spans_exported_total",
+                    "Spans the collector took",
+                    crate::otel::spans_exported(),
+                ),
+                (
+                    "tg_tool_service_trace_contexts_ignored_total",
+                    "Malformed traceparent values ignored (their requests started traces of their own)",
+                    crate::otel::contexts_ignored(),
+                ),
+            ] {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} counter");
+                let _ = writeln!(out, "{name} {value}");
+            }
         }
         let app = self
             .app

@@ -42,6 +42,8 @@ pub(super) struct Sent<M> {
     pub(super) answer: Answer<M>,
     /// Whether this is the `send-failed` notice that replaced the answer.
     pub(super) notice: bool,
+    /// The span of its publishing, until the receipt.
+    pub(super) publish: crate::trace::Send,
 }
 
 /// A [`Sent`] answer and the broker's receipt for it.

@@ -14,6 +14,7 @@ use pulsar::producer::{Producer, SendFuture};
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 
 use crate::spec::Service;
+use crate::trace::Headers;
 
 /// A service's request subscription.
 pub(super) trait Requests: Send + 'static {
@@ -27,6 +28,9 @@ pub(super) trait Requests: Send + 'static {
 
     /// The request's `id` property, if it has one.
     fn id(message: &Self::Message) -> Option<&str>;
+
+    /// Another property of the request (its trace context).
+    fn property<'a>(message: &'a Self::Message, key: &str) -> Option<&'a str>;
 
     /// The next request; `None` when the stream ended. Cancel-safe.
     fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send;
@@ -64,12 +68,13 @@ pub(super) trait Responses: Send + 'static {
     /// Completes when the broker has the response (or refused it).
     type Receipt: Future<Output = Result<(), Self::Error>> + Send + Unpin + 'static;
 
-    /// Publishes one encoded frame under the request's `id`; the receipt
-    /// comes later.
+    /// Publishes one encoded frame under the request's `id`, with the
+    /// trace context `trace`; the receipt comes later.
     fn send(
         &mut self,
         id: &str,
         frame: Vec<u8>,
+        trace: Headers,
     ) -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
 
     /// What went wrong, in words for the caller's error frame and the log.
@@ -116,6 +121,10 @@ impl Requests for PulsarRequests {
 
     fn id(message: &Self::Message) -> Option<&str> {
         crate::broker::message_id(message)
+    }
+
+    fn property<'a>(message: &'a Self::Message, key: &str) -> Option<&'a str> {
+        crate::broker::property(message, key)
     }
 
     fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send {
@@ -186,8 +195,13 @@ impl Responses for PulsarResponses {
     type Error = pulsar::Error;
     type Receipt = PulsarReceipt;
 
-    async fn send(&mut self, id: &str, frame: Vec<u8>) -> Result<Self::Receipt, Self::Error> {
-        let message = crate::broker::response(id, frame);
+    async fn send(
+        &mut self,
+        id: &str,
+        frame: Vec<u8>,
+        trace: Headers,
+    ) -> Result<Self::Receipt, Self::Error> {
+        let message = crate::broker::response(id, frame, trace);
         self.0.send_non_blocking(message).await.map(PulsarReceipt)
     }
 

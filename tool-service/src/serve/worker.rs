@@ -31,6 +31,7 @@ use crate::backoff::Backoff;
 use crate::dispatch::{self, FrameSink};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
+use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request, UNKNOWN_ID};
 use crate::{error::ToolError, spec::Service, state::State};
 
@@ -59,10 +60,15 @@ enum Output<P> {
 }
 
 impl<P: Responses> Output<P> {
-    async fn send(&mut self, id: &str, frame: Vec<u8>) -> Result<P::Receipt, P::Error> {
+    async fn send(
+        &mut self,
+        id: &str,
+        frame: Vec<u8>,
+        trace: trace::Headers,
+    ) -> Result<P::Receipt, P::Error> {
         match self {
-            Self::Owned(responses) => responses.send(id, frame).await,
-            Self::Shared(responses) => responses.lock().await.send(id, frame).await,
+            Self::Owned(responses) => responses.send(id, frame, trace).await,
+            Self::Shared(responses) => responses.lock().await.send(id, frame, trace).await,
         }
     }
 
@@ -89,6 +95,8 @@ pub(super) type PulsarWorker = Worker<PulsarRequests, PulsarResponses>;
 /// The consumer loop of one service.
 pub(super) struct Worker<R: Requests, P: Responses> {
     pub(super) service: Service,
+    /// What its spans are called.
+    topics: Arc<Topics>,
     /// What the handlers share.
     state: State,
     concurrency: usize,
@@ -173,6 +181,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         metrics.set_running(true);
         Self {
             service,
+            topics: Arc::new(Topics::new(service)),
             state,
             concurrency: limits.concurrency,
             window: limits.window,
@@ -403,9 +412,11 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             }
             Settled::TaskEnded(Ok(Done::Answer(answer))) => self.send(answer, false).await,
             Settled::TaskEnded(Ok(Done::Unsent(answer, error))) => {
+                // The chunk's own span has its failure.
                 let sent = Sent {
                     answer,
                     notice: false,
+                    publish: trace::Send::default(),
                 };
                 if let Some(notice) = self.failed(sent, &error) {
                     self.send(notice, true).await;
@@ -448,7 +459,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             self.ack(&message).await;
             return;
         }
-        let span = tracing::info_span!("request", service = self.service.id(), request_id = %Untrusted::id(&id));
+        let span = trace::pulsar_request(self.service, &self.topics, &id, |key| {
+            R::property(&message, key)
+        });
         if let Some(error) = refusal {
             self.report.refused += 1;
             self.metrics.refused(error.kind());
@@ -473,6 +486,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     self.state.clone(),
                     self.limits,
                     responses,
+                    Arc::clone(&self.topics),
                     Answer {
                         message,
                         id,
@@ -555,9 +569,25 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// a failed receipt.
     async fn send(&mut self, mut answer: Answer<Msg<R>>, mut notice: bool) {
         loop {
-            match self.output.send(&answer.id, answer.frame.encode()).await {
-                Ok(receipt) => return self.busy.await_receipt(Sent { answer, notice }, receipt),
-                Err(error) => match self.failed(Sent { answer, notice }, &error) {
+            let publish = trace::Send::response(&answer.span, &self.topics);
+            let frame = answer.frame.encode();
+            match self.output.send(&answer.id, frame, publish.headers()).await {
+                Ok(receipt) => {
+                    let sent = Sent {
+                        answer,
+                        notice,
+                        publish,
+                    };
+                    return self.busy.await_receipt(sent, receipt);
+                }
+                Err(error) => match self.failed(
+                    Sent {
+                        answer,
+                        notice,
+                        publish,
+                    },
+                    &error,
+                ) {
                     Some(replacement) => (answer, notice) = (replacement, true),
                     None => return,
                 },
@@ -567,10 +597,20 @@ impl<R: Requests, P: Responses> Worker<R, P> {
 
     /// The broker has an answer.
     async fn confirmed(&mut self, sent: Sent<Msg<R>>) {
-        let Sent { answer, notice } = sent;
+        let Sent {
+            answer,
+            notice,
+            publish,
+        } = sent;
+        // The frame's span ends with its receipt; the request's after it.
+        drop(publish);
+        trace::finished(&answer.span);
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
             let failed = answer.frame.error.as_ref().map(ToolError::kind);
+            if let Some(kind) = failed {
+                trace::failed(&answer.span, kind);
+            }
             if tracing::enabled!(tracing::Level::DEBUG) {
                 // The type only: messages may quote argument values.
                 answer.span.in_scope(|| {
@@ -598,7 +638,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// [`RETURN_DELAY`] (redelivered on a persistent topic).
     fn failed(&mut self, sent: Sent<Msg<R>>, error: &P::Error) -> Option<Answer<Msg<R>>> {
         let cause = P::describe(error);
-        let Sent { mut answer, notice } = sent;
+        let Sent {
+            mut answer,
+            notice,
+            publish,
+        } = sent;
+        publish.failed(ToolError::SEND_FAILED);
         if notice {
             answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause"));
             self.busy.give_back(answer.message);
@@ -639,10 +684,13 @@ async fn stream<R: Requests, P: Responses>(
     state: State,
     limits: dispatch::Limits,
     responses: Arc<Mutex<P>>,
+    topics: Arc<Topics>,
     mut answer: Answer<Msg<R>>,
 ) -> Done<Msg<R>, P::Error> {
     let mut sink = ChunkSink {
         responses: &responses,
+        request: &answer.span,
+        topics: &topics,
         last: None,
     };
     let request = Request::decode(R::payload(&answer.message));
@@ -660,6 +708,9 @@ async fn stream<R: Requests, P: Responses>(
 /// Publishes a streaming answer's chunks and keeps its last frame.
 struct ChunkSink<'a, P> {
     responses: &'a Mutex<P>,
+    /// The request's span, and what its frames' spans are called.
+    request: &'a tracing::Span,
+    topics: &'a Topics,
     last: Option<Frame>,
 }
 
@@ -671,8 +722,22 @@ impl<P: Responses> FrameSink for ChunkSink<'_, P> {
             self.last = Some(frame);
             return Ok(());
         }
-        let receipt = self.responses.lock().await.send(id, frame.encode()).await?;
-        receipt.await
+        let publish = trace::Send::response(self.request, self.topics);
+        let frame = frame.encode();
+        let sent = async {
+            let receipt = self
+                .responses
+                .lock()
+                .await
+                .send(id, frame, publish.headers())
+                .await?;
+            receipt.await
+        };
+        let sent = sent.await;
+        if sent.is_err() {
+            publish.failed(ToolError::SEND_FAILED);
+        }
+        sent
     }
 }
 

@@ -252,6 +252,10 @@ impl Requests for FakeRequests {
         &message.payload
     }
 
+    fn property<'a>(_message: &'a Message, _key: &str) -> Option<&'a str> {
+        None
+    }
+
     fn id(message: &Message) -> Option<&str> {
         message.id.as_deref()
     }
@@ -306,7 +310,12 @@ impl Responses for FakeResponses {
     type Error = Fault;
     type Receipt = FakeReceipt;
 
-    async fn send(&mut self, id: &str, frame: Vec<u8>) -> Result<FakeReceipt, Fault> {
+    async fn send(
+        &mut self,
+        id: &str,
+        frame: Vec<u8>,
+        _trace: crate::trace::Headers,
+    ) -> Result<FakeReceipt, Fault> {
         let outcome = self.0.log.lock().unwrap().sends.pop_front();
         let outcome = outcome.unwrap_or(SendOutcome::Published);
         if let SendOutcome::RefusedAtOnce = outcome {

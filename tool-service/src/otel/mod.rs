@@ -1,0 +1,399 @@
+//! OpenTelemetry traces: W3C trace context in and out of every request, one
+//! span per request and per published frame, and OTLP/HTTP export, all
+//! configured by the standard `OTEL_*` environment variables.
+//!
+//! ```no_run
+//! use tracing_subscriber::layer::SubscriberExt;
+//! use tracing_subscriber::util::SubscriberInitExt;
+//!
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // Some(..) when OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set.
+//! let otel = tool_service::otel::Otel::from_env()?;
+//! tracing_subscriber::registry()
+//!     .with(otel.as_ref().map(|otel| otel.layer()))
+//!     .init();
+//! // ... serve ...
+//! if let Some(otel) = otel {
+//!     otel.shutdown(std::time::Duration::from_secs(5));
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! `tool_service::run!()` does all of this itself: its `serve` and `mcp`
+//! commands export when an endpoint is set, and flush what is left within
+//! the grace period at shutdown.
+//!
+//! # What is read
+//! - `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` is appended) or
+//!   `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is): where spans go,
+//!   over OTLP/HTTP with protobuf bodies. Tracing is on when either is set,
+//!   or when `OTEL_TRACES_EXPORTER=otlp`, and off when
+//!   `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true`. Only `http://`
+//!   endpoints are supported: run the collector beside the service.
+//! - `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT` and their
+//!   `_TRACES_` forms, as the OTLP exporter reads them.
+//! - `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`: the resource.
+//! - `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`: sampling
+//!   (default `parentbased_always_on`: a caller's decision is kept).
+//! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_SCHEDULE_DELAY` (5000 ms),
+//!   `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512), `OTEL_BSP_EXPORT_TIMEOUT`
+//!   (30000 ms): the export queue.
+//!
+//! # Never in the way
+//! A finished span goes into a bounded queue, and a thread of its own sends
+//! batches to the collector. When the queue is full (the collector is slow
+//! or down), the span is dropped and counted ([`spans_dropped`], and
+//! `tg_tool_service_trace_spans_dropped_total` on `/metrics`); so is every
+//! span of a batch the collector did not take. A request never waits for
+//! the collector.
+//!
+//! # Propagation
+//! A request's `traceparent` and `tracestate` (Pulsar message properties,
+//! the keys the Pulsar Java client uses; an MCP request's `_meta`) make its
+//! span a child of the caller's. A request without them starts a trace. A
+//! malformed `traceparent` is ignored and counted ([`contexts_ignored`]).
+//! Every response frame carries the context of the span that published it.
+
+mod export;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::registry::LookupSpan;
+
+/// Whether an [`Otel::layer`] was made: spans carry trace context only then.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Malformed `traceparent`s, ignored.
+static IGNORED: AtomicU64 = AtomicU64::new(0);
+
+/// The property (and `_meta`) key of the W3C `traceparent`, as the Pulsar
+/// Java client writes it.
+pub const TRACEPARENT: &str = "traceparent";
+/// The property (and `_meta`) key of the W3C `tracestate`.
+pub const TRACESTATE: &str = "tracestate";
+
+/// Tracing as the `OTEL_*` variables configure it: the tracer provider and
+/// its exporter. Make the subscriber's layer with [`Otel::layer`], and
+/// [`Otel::shutdown`] it to flush what is left.
+#[derive(Debug)]
+pub struct Otel {
+    provider: SdkTracerProvider,
+}
+
+/// Why the `OTEL_*` variables do not describe an exporter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OtelError {
+    /// A variable has a value the exporter cannot use.
+    #[error("{variable}={value}: {reason}")]
+    Variable {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The OTLP exporter refused its configuration.
+    #[error("the OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+impl Otel {
+    /// Tracing as the environment describes it (see the [module](self)):
+    /// `None` when no endpoint is set or tracing is disabled.
+    ///
+    /// ```
+    /// // No OTEL_EXPORTER_OTLP_ENDPOINT here: tracing stays off.
+    /// # std::env::remove_var("OTEL_EXPORTER_OTLP_ENDPOINT");
+    /// # std::env::remove_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    /// # std::env::remove_var("OTEL_TRACES_EXPORTER");
+    /// assert!(tool_service::otel::Otel::from_env()?.is_none());
+    /// # Ok::<(), tool_service::otel::OtelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A variable the exporter cannot use, such as an `https://` endpoint.
+    pub fn from_env() -> Result<Option<Self>, OtelError> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
+        let set = |name| var(name).filter(|value| !value.trim().is_empty());
+        if set("OTEL_SDK_DISABLED").is_some_and(|value| value.trim().eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        let exporter = set("OTEL_TRACES_EXPORTER");
+        match exporter.as_deref().map(str::trim) {
+            Some(none) if none.eq_ignore_ascii_case("none") => return Ok(None),
+            Some(otlp) if otlp.eq_ignore_ascii_case("otlp") => {}
+            Some(other) => {
+                return Err(OtelError::Variable {
+                    variable: "OTEL_TRACES_EXPORTER",
+                    value: other.to_owned(),
+                    reason: "only `otlp` and `none` are supported".to_owned(),
+                })
+            }
+            None => {
+                if set("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
+                    && set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
+                {
+                    return Ok(None);
+                }
+            }
+        }
+        for variable in [
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        ] {
+            if let Some(value) = set(variable) {
+                if !value.trim().starts_with("http://") {
+                    return Err(OtelError::Variable {
+                        variable,
+                        value,
+                        reason: "only http:// endpoints are supported; run the collector beside the service".to_owned(),
+                    });
+                }
+                break;
+            }
+        }
+        for variable in [
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ] {
+            if let Some(value) = set(variable) {
+                if value.trim() != "http/protobuf" {
+                    return Err(OtelError::Variable {
+                        variable,
+                        value,
+                        reason: "only http/protobuf is supported".to_owned(),
+                    });
+                }
+                break;
+            }
+        }
+        let queue = export::QueueConfig::from_vars(&set)?;
+        let exporter = {
+            use opentelemetry_otlp::WithHttpConfig;
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_http_client(export::Http)
+                .build()
+                .map_err(|error| OtelError::Exporter(error.to_string()))?
+        };
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(export::Queue::start(exporter, queue))
+            .build();
+        Ok(Some(Self { provider }))
+    }
+
+    /// The `tracing` layer that turns spans into OpenTelemetry spans (INFO
+    /// and above; the MCP SDK's own are left out). Making it turns trace
+    /// context on: requests read it, responses carry it.
+    pub fn layer<S>(&self) -> impl tracing_subscriber::Layer<S> + Send + Sync + 'static
+    where
+        S: tracing::Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+    {
+        use tracing_subscriber::Layer;
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        opentelemetry::global::set_tracer_provider(self.provider.clone());
+        ENABLED.store(true, Ordering::Release);
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("tool-service"))
+            .with_filter(
+                tracing_subscriber::filter::Targets::new()
+                    .with_default(tracing::Level::INFO)
+                    .with_target("rmcp", tracing_subscriber::filter::LevelFilter::OFF),
+            )
+    }
+
+    /// Sends what is queued and stops the exporter, waiting at most
+    /// `timeout`: true when everything went out in time.
+    pub fn shutdown(self, timeout: Duration) -> bool {
+        ENABLED.store(false, Ordering::Release);
+        self.provider.shutdown_with_timeout(timeout).is_ok()
+    }
+}
+
+/// Spans dropped since the start: the export queue was full, or the
+/// collector did not take their batch.
+pub fn spans_dropped() -> u64 {
+    export::STATS.dropped.load(Ordering::Relaxed)
+}
+
+/// Spans the collector took since the start.
+pub fn spans_exported() -> u64 {
+    export::STATS.exported.load(Ordering::Relaxed)
+}
+
+/// Malformed `traceparent`s seen since the start (each ignored: its
+/// request started a trace of its own).
+pub fn contexts_ignored() -> u64 {
+    IGNORED.load(Ordering::Relaxed)
+}
+
+/// Whether spans carry trace context.
+#[inline]
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// The caller's context from `get` (message properties, `_meta`): `None`
+/// when there is none, and when it is malformed (then counted).
+pub(crate) fn extract<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<opentelemetry::Context> {
+    let traceparent = get(TRACEPARENT)?;
+    let carrier = Carrier {
+        traceparent,
+        tracestate: get(TRACESTATE),
+    };
+    let context = TraceContextPropagator::new().extract(&carrier);
+    if context.span().span_context().is_valid() {
+        Some(context)
+    } else {
+        IGNORED.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+/// The `traceparent` and `tracestate` of `context`, for `set`.
+pub(crate) fn inject(context: &opentelemetry::Context, set: impl FnMut(&'static str, String)) {
+    if context.span().span_context().is_valid() {
+        TraceContextPropagator::new().inject_context(context, &mut Inject(set));
+    }
+}
+
+struct Carrier<'a> {
+    traceparent: &'a str,
+    tracestate: Option<&'a str>,
+}
+
+impl Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            TRACEPARENT => Some(self.traceparent),
+            TRACESTATE => self.tracestate,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec![TRACEPARENT, TRACESTATE]
+    }
+}
+
+struct Inject<F>(F);
+
+impl<F: FnMut(&'static str, String)> Injector for Inject<F> {
+    fn set(&mut self, key: &str, value: String) {
+        let key = match key {
+            TRACEPARENT => TRACEPARENT,
+            TRACESTATE => TRACESTATE,
+            _ => return,
+        };
+        (self.0)(key, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn off_without_an_endpoint_or_when_disabled() {
+        assert!(Otel::from_vars(vars(&[])).unwrap().is_none());
+        let disabled = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ];
+        assert!(Otel::from_vars(vars(&disabled)).unwrap().is_none());
+        let none = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ];
+        assert!(Otel::from_vars(vars(&none)).unwrap().is_none());
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_export_to_with_the_variable_named() {
+        let https = [("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318")];
+        let error = Otel::from_vars(vars(&https)).unwrap_err().to_string();
+        assert!(
+            error.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT=https://collector:4318: only http://"),
+            "{error}"
+        );
+        let grpc = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ];
+        let error = Otel::from_vars(vars(&grpc)).unwrap_err().to_string();
+        assert!(error.contains("only http/protobuf"), "{error}");
+        let zipkin = [("OTEL_TRACES_EXPORTER", "zipkin")];
+        let error = Otel::from_vars(vars(&zipkin)).unwrap_err().to_string();
+        assert!(error.contains("only `otlp` and `none`"), "{error}");
+        let queue = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "lots"),
+        ];
+        let error = Otel::from_vars(vars(&queue)).unwrap_err().to_string();
+        assert!(
+            error.starts_with("OTEL_BSP_MAX_QUEUE_SIZE=lots:"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn extracts_a_valid_context_and_counts_a_malformed_one() {
+        let good = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        let context = extract(|key| (key == TRACEPARENT).then_some(good)).unwrap();
+        let span = context.span();
+        assert_eq!(
+            span.span_context().trace_id().to_string(),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+        assert!(span.span_context().is_remote());
+        assert!(extract(|_| None).is_none());
+        let before = contexts_ignored();
+        for bad in [
+            "",
+            "00-xyz",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        ] {
+            assert!(extract(|key| (key == TRACEPARENT).then_some(bad)).is_none());
+        }
+        assert!(contexts_ignored() >= before + 3);
+    }
+
+    #[test]
+    fn injects_what_it_extracted() {
+        let good = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        let context = extract(|key| match key {
+            TRACEPARENT => Some(good),
+            TRACESTATE => Some("vendor=1"),
+            _ => None,
+        })
+        .unwrap();
+        let mut headers = Vec::new();
+        inject(&context, |key, value| headers.push((key, value)));
+        headers.sort();
+        assert_eq!(
+            headers,
+            [
+                (TRACEPARENT, good.to_owned()),
+                (TRACESTATE, "vendor=1".to_owned())
+            ]
+        );
+    }
+}

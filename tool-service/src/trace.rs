@@ -1,0 +1,248 @@
+//! Each request's span, and the W3C trace context it carries in and out.
+//!
+//! Without the `otel` feature, a request's span is the `request{service,
+//! request_id}` of the logs, and the rest of this module is empty types.
+//! With it, once an [`crate::otel::Otel::layer`] is installed, the span is
+//! also an OpenTelemetry span named and attributed by the messaging (or
+//! MCP) conventions, the child of the caller's context; each published
+//! frame has a `send` span whose context the frame carries.
+
+use crate::log_text::Untrusted;
+use crate::spec::Service;
+
+/// What the spans of one service's Pulsar topics are called.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Topics {
+    #[cfg(feature = "otel")]
+    process: String,
+    #[cfg(feature = "otel")]
+    send: String,
+    #[cfg(feature = "otel")]
+    request: String,
+    #[cfg(feature = "otel")]
+    response: String,
+    #[cfg(feature = "otel")]
+    subscription: String,
+}
+
+impl Topics {
+    #[cfg(feature = "pulsar")]
+    pub(crate) fn new(service: Service) -> Self {
+        #[cfg(feature = "otel")]
+        {
+            let request = service.request_queue();
+            let response = service.response_queue();
+            Self {
+                process: format!("process {request}"),
+                send: format!("send {response}"),
+                request,
+                response,
+                subscription: service.subscription(),
+            }
+        }
+        #[cfg(not(feature = "otel"))]
+        {
+            let _ = service;
+            Self::default()
+        }
+    }
+}
+
+/// The span of a request that came over Pulsar, its trace context read
+/// with `property`.
+#[cfg(feature = "pulsar")]
+pub(crate) fn pulsar_request<'a>(
+    service: Service,
+    topics: &Topics,
+    id: &str,
+    property: impl Fn(&str) -> Option<&'a str>,
+) -> tracing::Span {
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let span = tracing::info_span!(
+            "request",
+            service = service.id(),
+            request_id = %Untrusted::id(id),
+            otel.name = topics.process.as_str(),
+            otel.kind = "consumer",
+        );
+        let _ = span.set_parent(crate::otel::extract(property).unwrap_or_default());
+        span.set_attribute("messaging.system", "pulsar");
+        span.set_attribute("messaging.operation.name", "process");
+        span.set_attribute("messaging.operation.type", "process");
+        span.set_attribute("messaging.destination.name", topics.request.clone());
+        span.set_attribute(
+            "messaging.destination.subscription.name",
+            topics.subscription.clone(),
+        );
+        span.set_attribute("messaging.message.conversation_id", id.to_owned());
+        return span;
+    }
+    let _ = (topics, property);
+    tracing::info_span!("request", service = service.id(), request_id = %Untrusted::id(id))
+}
+
+/// The span of a `tools/call` that came over MCP, its trace context read
+/// from the request's `_meta` with `meta`.
+#[cfg(feature = "mcp")]
+pub(crate) fn mcp_request<'a>(
+    service: Service,
+    tool: &str,
+    id: &str,
+    meta: impl Fn(&str) -> Option<&'a str>,
+) -> tracing::Span {
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let span = tracing::info_span!(
+            "request",
+            service = service.id(),
+            request_id = %Untrusted::id(id),
+            transport = "mcp",
+            otel.name = format!("tools/call {tool}"),
+            otel.kind = "server",
+        );
+        let _ = span.set_parent(crate::otel::extract(meta).unwrap_or_default());
+        span.set_attribute("mcp.method.name", "tools/call");
+        span.set_attribute("gen_ai.operation.name", "execute_tool");
+        span.set_attribute("gen_ai.tool.name", tool.to_owned());
+        span.set_attribute("jsonrpc.request.id", id.to_owned());
+        return span;
+    }
+    let _ = (tool, meta);
+    tracing::info_span!(
+        "request",
+        service = service.id(),
+        request_id = %Untrusted::id(id),
+        transport = "mcp",
+    )
+}
+
+/// Ends a request's span now rather than when its handler last ran: the
+/// span covers the publishing of its answer.
+#[cfg(feature = "pulsar")]
+pub(crate) fn finished(span: &tracing::Span) {
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
+        span.in_scope(|| {});
+    }
+    let _ = span;
+}
+
+/// Marks a request's span failed with `kind` (`error.type`).
+pub(crate) fn failed(span: &tracing::Span, kind: &str) {
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        span.set_attribute("error.type", kind.to_owned());
+        span.set_status(opentelemetry::trace::Status::error(kind.to_owned()));
+    }
+    let _ = (span, kind);
+}
+
+/// The trace context one message carries: `traceparent` and `tracestate`.
+#[derive(Debug, Default)]
+pub(crate) struct Headers {
+    #[cfg(feature = "otel")]
+    pairs: Vec<(&'static str, String)>,
+}
+
+impl Headers {
+    /// The context of `span`, when tracing is on.
+    pub(crate) fn of(span: &tracing::Span) -> Self {
+        #[cfg(feature = "otel")]
+        if crate::otel::enabled() {
+            use tracing_opentelemetry::OpenTelemetrySpanExt;
+            let mut pairs = Vec::new();
+            crate::otel::inject(&span.context(), |key, value| pairs.push((key, value)));
+            return Self { pairs };
+        }
+        let _ = span;
+        Self::default()
+    }
+
+    /// Each header, for `set`.
+    pub(crate) fn for_each(self, set: impl FnMut(&'static str, String)) {
+        #[cfg(feature = "otel")]
+        {
+            let mut set = set;
+            for (key, value) in self.pairs {
+                set(key, value);
+            }
+        }
+        #[cfg(not(feature = "otel"))]
+        let _ = set;
+    }
+}
+
+/// The span of one published message (`send {topic}`, PRODUCER), from the
+/// publish until the broker's receipt: dropped, it ends.
+#[derive(Debug, Default)]
+pub(crate) struct Send {
+    #[cfg(feature = "otel")]
+    span: Option<tracing::Span>,
+}
+
+impl Send {
+    /// A response frame of the request whose span is `request`.
+    #[cfg(feature = "pulsar")]
+    pub(crate) fn response(request: &tracing::Span, topics: &Topics) -> Self {
+        #[cfg(feature = "otel")]
+        if crate::otel::enabled() {
+            let span = tracing::info_span!(
+                parent: request,
+                "send",
+                otel.name = topics.send.as_str(),
+                otel.kind = "producer",
+            );
+            return Self::attributed(span, &topics.response);
+        }
+        let _ = (request, topics);
+        Self::default()
+    }
+
+    /// A request a client publishes on `topic`, in the current span.
+    #[cfg(feature = "pulsar")]
+    pub(crate) fn request(topic: &str) -> Self {
+        #[cfg(feature = "otel")]
+        if crate::otel::enabled() {
+            let span = tracing::info_span!(
+                "send",
+                otel.name = format!("send {topic}"),
+                otel.kind = "producer",
+            );
+            return Self::attributed(span, topic);
+        }
+        let _ = topic;
+        Self::default()
+    }
+
+    #[cfg(feature = "otel")]
+    fn attributed(span: tracing::Span, topic: &str) -> Self {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        span.set_attribute("messaging.system", "pulsar");
+        span.set_attribute("messaging.operation.name", "send");
+        span.set_attribute("messaging.operation.type", "send");
+        span.set_attribute("messaging.destination.name", topic.to_owned());
+        Self { span: Some(span) }
+    }
+
+    /// The context the message carries.
+    pub(crate) fn headers(&self) -> Headers {
+        #[cfg(feature = "otel")]
+        if let Some(span) = &self.span {
+            return Headers::of(span);
+        }
+        Headers::default()
+    }
+
+    /// The broker did not take the message.
+    pub(crate) fn failed(&self, kind: &str) {
+        #[cfg(feature = "otel")]
+        if let Some(span) = &self.span {
+            failed(span, kind);
+        }
+        let _ = kind;
+    }
+}
