@@ -28,6 +28,10 @@ cargo clippy -p tool-service --locked --no-default-features --features pulsar --
 cargo clippy -p tool-service --locked --no-default-features --features mcp -- -D warnings
 cargo clippy -p tool-service --locked --no-default-features --features cli,mcp -- -D warnings
 cargo test -p tool-service --locked --no-default-features
+# OpenTelemetry traces, alone and with each transport.
+cargo clippy -p tool-service --all-targets --locked --no-default-features --features otel -- -D warnings
+cargo clippy -p tool-service --locked --no-default-features --features otel,mcp -- -D warnings
+cargo clippy -p tool-service --locked --no-default-features --features otel,pulsar -- -D warnings
 # The application metrics of a prometheus_client registry.
 cargo clippy -p tool-service --all-targets --locked --features prometheus-client -- -D warnings
 cargo test -p tool-service --locked --features prometheus-client -- metrics

@@ -128,3 +128,81 @@ async fn the_client_takes_its_own_frames_up_to_the_last_and_names_a_broken_respo
     };
     tokio::join!(respond, call);
 }
+
+/// With tracing on, a request carries the context of the client's `send`
+/// span, a child of the caller's current span: the service joins the
+/// caller's trace. Without a current span, the call starts a trace.
+#[test]
+fn the_client_sends_the_context_of_the_callers_span() {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let _suite = support::suite(module_path!());
+    // Nothing listens on port 9: the spans are dropped, which is fine here.
+    let otel = tool_service::otel::Otel::from_vars(|name| {
+        (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://127.0.0.1:9".to_owned())
+    })
+    .unwrap()
+    .expect("an endpoint turns tracing on");
+    // This thread's subscriber only, on a runtime of this thread only.
+    let subscriber = tracing_subscriber::registry().with(otel.layer());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    const REQUESTS: &str = "non-persistent://tg/request/it-client-traced";
+    const RESPONSES: &str = "non-persistent://tg/response/it-client-traced";
+    runtime.block_on(async {
+        let pulsar = support::connect().await;
+        let mut requests = tool_service::broker::subscribe_own(&pulsar, REQUESTS)
+            .await
+            .unwrap();
+        let client = ToolClient::connect(&pulsar, REQUESTS, RESPONSES)
+            .await
+            .unwrap()
+            .with_timeout(Duration::from_millis(300));
+        let caller = tracing::info_span!("agent step");
+        let trace_id = caller.context().span().span_context().trace_id();
+        let caller_id = caller.context().span().span_context().span_id();
+        let mut traceparents = Vec::new();
+        let nothing = json!({});
+        for in_span in [true, false] {
+            let call = client.call(&nothing, &nothing);
+            let answer = if in_span {
+                tracing::Instrument::instrument(call, caller.clone()).await
+            } else {
+                call.await
+            };
+            assert!(matches!(answer, Err(CallError::Timeout(_))), "{answer:?}");
+            let message = tokio::time::timeout(Duration::from_secs(30), requests.next())
+                .await
+                .expect("the request within 30 s")
+                .unwrap()
+                .unwrap();
+            let property = |key: &str| {
+                message
+                    .metadata()
+                    .properties
+                    .iter()
+                    .find(|property| property.key == key)
+                    .map(|property| property.value.clone())
+            };
+            traceparents.push(property("traceparent").expect("a traceparent property"));
+        }
+        let fields = |traceparent: &str| -> Vec<String> {
+            traceparent.split('-').map(str::to_owned).collect()
+        };
+        let joined = fields(&traceparents[0]);
+        assert_eq!(joined.len(), 4, "{joined:?}");
+        assert_eq!(joined[1], trace_id.to_string(), "the caller's trace");
+        assert_ne!(joined[2], caller_id.to_string(), "its own send span's id");
+        assert_eq!(joined[3], "01", "sampled, as the caller is");
+        let alone = fields(&traceparents[1]);
+        assert_ne!(alone[1], trace_id.to_string(), "a trace of its own");
+    });
+    drop(_default);
+    // Its spans go nowhere: not waited for.
+    otel.shutdown(Duration::ZERO);
+}

@@ -2,6 +2,7 @@
 //! in one test binary (one link of the runtime instead of five):
 //!
 //! * `architecture`: the runtime's module layers, read with `syn`;
+//! * `features`: what each cargo feature adds to the dependency tree;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
 //! * `suites`: every broker test takes its suite's turn;
@@ -12,6 +13,7 @@
 mod support;
 
 mod architecture;
+mod features;
 mod fuzz_seeds;
 mod golden;
 mod suites;

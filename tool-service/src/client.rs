@@ -217,7 +217,7 @@ impl ToolClient {
             let publish = crate::trace::Send::request(&self.request_queue);
             let headers = publish.headers();
             crate::broker::publish(&self.producer, &id, payload, headers).await?;
-            drop(publish);
+            publish.end();
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {
                 let last = frame.end_of_stream;

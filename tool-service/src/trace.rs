@@ -11,6 +11,7 @@ use crate::log_text::Untrusted;
 use crate::spec::Service;
 
 /// What the spans of one service's Pulsar topics are called.
+#[cfg(feature = "pulsar")]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Topics {
     #[cfg(feature = "otel")]
@@ -25,8 +26,8 @@ pub(crate) struct Topics {
     subscription: String,
 }
 
+#[cfg(feature = "pulsar")]
 impl Topics {
-    #[cfg(feature = "pulsar")]
     pub(crate) fn new(service: Service) -> Self {
         #[cfg(feature = "otel")]
         {
@@ -150,6 +151,7 @@ pub(crate) struct Headers {
 
 impl Headers {
     /// The context of `span`, when tracing is on.
+    #[cfg_attr(not(any(feature = "mcp", feature = "otel")), allow(dead_code))]
     pub(crate) fn of(span: &tracing::Span) -> Self {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
@@ -178,15 +180,16 @@ impl Headers {
 
 /// The span of one published message (`send {topic}`, PRODUCER), from the
 /// publish until the broker's receipt: dropped, it ends.
+#[cfg(feature = "pulsar")]
 #[derive(Debug, Default)]
 pub(crate) struct Send {
     #[cfg(feature = "otel")]
     span: Option<tracing::Span>,
 }
 
+#[cfg(feature = "pulsar")]
 impl Send {
     /// A response frame of the request whose span is `request`.
-    #[cfg(feature = "pulsar")]
     pub(crate) fn response(request: &tracing::Span, topics: &Topics) -> Self {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
@@ -203,7 +206,6 @@ impl Send {
     }
 
     /// A request a client publishes on `topic`, in the current span.
-    #[cfg(feature = "pulsar")]
     pub(crate) fn request(topic: &str) -> Self {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
@@ -236,6 +238,9 @@ impl Send {
         }
         Headers::default()
     }
+
+    /// The broker has the message: the span ends.
+    pub(crate) fn end(self) {}
 
     /// The broker did not take the message.
     pub(crate) fn failed(&self, kind: &str) {

@@ -59,8 +59,7 @@ mod export;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::registry::LookupSpan;
@@ -122,7 +121,22 @@ impl Otel {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
+    /// As [`Otel::from_env`], with the variables `var` looks up: for
+    /// configuration kept somewhere else than the environment, and tests.
+    ///
+    /// ```
+    /// use tool_service::otel::Otel;
+    ///
+    /// let otel = Otel::from_vars(|name| {
+    ///     (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://127.0.0.1:4318".to_owned())
+    /// })?;
+    /// assert!(otel.is_some());
+    /// # Ok::<(), tool_service::otel::OtelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Otel::from_env`].
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
         let set = |name| var(name).filter(|value| !value.trim().is_empty());
         if set("OTEL_SDK_DISABLED").is_some_and(|value| value.trim().eq_ignore_ascii_case("true")) {
             return Ok(None);
@@ -236,12 +250,14 @@ pub fn contexts_ignored() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 /// Whether spans carry trace context.
 #[inline]
 pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 /// The caller's context from `get` (message properties, `_meta`): `None`
 /// when there is none, and when it is malformed (then counted).
 pub(crate) fn extract<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<opentelemetry::Context> {
@@ -250,6 +266,8 @@ pub(crate) fn extract<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<opent
         traceparent,
         tracestate: get(TRACESTATE),
     };
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
     let context = TraceContextPropagator::new().extract(&carrier);
     if context.span().span_context().is_valid() {
         Some(context)
@@ -259,19 +277,24 @@ pub(crate) fn extract<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<opent
     }
 }
 
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 /// The `traceparent` and `tracestate` of `context`, for `set`.
 pub(crate) fn inject(context: &opentelemetry::Context, set: impl FnMut(&'static str, String)) {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
     if context.span().span_context().is_valid() {
         TraceContextPropagator::new().inject_context(context, &mut Inject(set));
     }
 }
 
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 struct Carrier<'a> {
     traceparent: &'a str,
     tracestate: Option<&'a str>,
 }
 
-impl Extractor for Carrier<'_> {
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+impl opentelemetry::propagation::Extractor for Carrier<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         match key {
             TRACEPARENT => Some(self.traceparent),
@@ -285,9 +308,11 @@ impl Extractor for Carrier<'_> {
     }
 }
 
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 struct Inject<F>(F);
 
-impl<F: FnMut(&'static str, String)> Injector for Inject<F> {
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+impl<F: FnMut(&'static str, String)> opentelemetry::propagation::Injector for Inject<F> {
     fn set(&mut self, key: &str, value: String) {
         let key = match key {
             TRACEPARENT => TRACEPARENT,
@@ -301,6 +326,8 @@ impl<F: FnMut(&'static str, String)> Injector for Inject<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(any(feature = "pulsar", feature = "mcp"))]
+    use opentelemetry::trace::TraceContextExt;
 
     fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {
@@ -355,6 +382,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(any(feature = "pulsar", feature = "mcp"))]
     fn extracts_a_valid_context_and_counts_a_malformed_one() {
         let good = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
         let context = extract(|key| (key == TRACEPARENT).then_some(good)).unwrap();
@@ -377,6 +405,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(any(feature = "pulsar", feature = "mcp"))]
     fn injects_what_it_extracted() {
         let good = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
         let context = extract(|key| match key {

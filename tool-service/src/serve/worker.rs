@@ -80,7 +80,9 @@ impl<P: Responses> Output<P> {
     }
 }
 
-/// What the loop waits for next.
+/// What the loop waits for next. Made and taken at once, never stored:
+/// its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Event<M, RE, E> {
     Stop,
     /// The byte budget has room again.
@@ -603,7 +605,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             publish,
         } = sent;
         // The frame's span ends with its receipt; the request's after it.
-        drop(publish);
+        publish.end();
         trace::finished(&answer.span);
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
