@@ -52,13 +52,14 @@ def broker_connections(pid):
 class Service:
     """A service process, ready once its log says so."""
 
-    def __init__(self, command, ready):
+    def __init__(self, command, ready, env=None):
         self.lines = []
         self.started = time.perf_counter()
         self.ready_after = None
         self.event = threading.Event()
         self.marker = ready
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, **(env or {})})
         threading.Thread(target=self._read, daemon=True).start()
         if not self.event.wait(120):
             self.stop()
@@ -501,6 +502,10 @@ def render(r):
     if mcp.exists():
         import mcp_rounds
         lines += mcp_rounds.render(json.loads(mcp.read_text()))
+    traced = ROOT / "bench" / "traced.json"
+    if traced.exists():
+        import traced as traced_rounds
+        lines += [""] + traced_rounds.render(json.loads(traced.read_text()))
     return "\n".join(lines)
 
 

@@ -7,6 +7,8 @@
 #   scripts/bench.sh mcp          only `tools/call` over MCP: ours against
 #                                 rmcp's own macros and the Python SDK
 #                                 (bench/mcp_rounds.py; no broker needed)
+#   scripts/bench.sh traced       only what tracing costs per request over
+#                                 Pulsar, paired (bench/traced.py)
 #   scripts/bench.sh inprocess    only the in-process per-request figures
 #                                 (criterion, callgrind, paired batches), with
 #                                 no broker running
@@ -30,10 +32,17 @@ fi
 source scripts/broker-env.sh
 PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
+# `ours` with the otel feature, beside it.
+cargo build --release --locked -p tool-service-bench --features otel --bin ours_traced
 if [ "${1:-}" = paired ]; then
   "$PYTHON" bench/paired.py
   exit
 fi
+if [ "${1:-}" = traced ]; then
+  "$PYTHON" bench/traced.py
+  exit
+fi
 "$PYTHON" bench/run.py
 "$PYTHON" bench/paired.py
+"$PYTHON" bench/traced.py
 "$PYTHON" bench/mcp_rounds.py

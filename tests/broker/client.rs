@@ -134,11 +134,11 @@ async fn the_client_takes_its_own_frames_up_to_the_last_and_names_a_broken_respo
 /// caller's trace. Without a current span, the call starts a trace.
 #[test]
 fn the_client_sends_the_context_of_the_callers_span() {
+    let _suite = support::suite(module_path!());
     use opentelemetry::trace::TraceContextExt;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     use tracing_subscriber::layer::SubscriberExt;
 
-    let _suite = support::suite(module_path!());
     // Nothing listens on port 9: the spans are dropped, which is fine here.
     let otel = tool_service::otel::Otel::from_vars(|name| {
         (name == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://127.0.0.1:9".to_owned())

@@ -17,13 +17,16 @@ use syn::{Item, Token, UseTree};
 const LAYERS: &[&[&str]] = &[
     // Leaves.
     &["backoff", "duration", "error", "known", "log_text", "state"],
+    // OpenTelemetry: configuration, propagation and export (feature `otel`).
+    &["otel"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
     // What argument schemas promise.
     &["rules"],
     // What generated code registers, and typed decoding.
     &["decode", "schema", "spec"],
-    &["descriptor", "dispatch"],
+    // Each request's span and the trace context it carries.
+    &["descriptor", "dispatch", "trace"],
     &["registry"],
     // What generated code reaches, by absolute path.
     &["__private"],
