@@ -216,8 +216,12 @@ impl ToolClient {
             // of the caller's current span: the service joins the trace.
             let publish = crate::trace::Send::request(&self.request_queue);
             let headers = publish.headers();
-            crate::broker::publish(&self.producer, &id, payload, headers).await?;
+            let published = crate::broker::publish(&self.producer, &id, payload, headers).await;
+            if published.is_err() {
+                publish.failed(crate::error::ToolError::SEND_FAILED);
+            }
             publish.end();
+            published?;
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {
                 let last = frame.end_of_stream;

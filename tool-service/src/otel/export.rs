@@ -322,3 +322,108 @@ async fn post(
     connection.abort();
     Ok(http::Response::from_parts(parts, body))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+
+    /// An exporter whose collector never answers, or answers at once.
+    #[derive(Debug)]
+    struct Collector {
+        answers: bool,
+    }
+
+    impl SpanExporter for Collector {
+        async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+            if !self.answers {
+                std::future::pending::<()>().await;
+            }
+            Ok(())
+        }
+    }
+
+    fn config(capacity: usize) -> QueueConfig {
+        QueueConfig {
+            capacity,
+            delay: Duration::from_millis(1),
+            batch: 1,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn provider(answers: bool, capacity: usize) -> SdkTracerProvider {
+        SdkTracerProvider::builder()
+            .with_span_processor(Queue::start(Collector { answers }, config(capacity)))
+            .build()
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_never_waits() {
+        let provider = provider(false, 2);
+        let tracer = provider.tracer("test");
+        let before = STATS.dropped.load(Ordering::Relaxed);
+        let started = Instant::now();
+        for _ in 0..20 {
+            tracer.start("request").end();
+        }
+        // The thread holds one span in its stuck export, the queue two:
+        // the rest are dropped, and ending a span never waited for room.
+        let dropped = STATS.dropped.load(Ordering::Relaxed) - before;
+        assert!(dropped >= 17, "{dropped} dropped");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // Shutting down gives up after its timeout.
+        let stopping = Instant::now();
+        assert!(provider
+            .shutdown_with_timeout(Duration::from_millis(100))
+            .is_err());
+        assert!(
+            stopping.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            stopping.elapsed()
+        );
+    }
+
+    #[test]
+    fn what_the_collector_takes_is_counted_and_a_shutdown_flushes_it() {
+        let provider = provider(true, 64);
+        let tracer = provider.tracer("test");
+        let before = STATS.exported.load(Ordering::Relaxed);
+        for _ in 0..10 {
+            tracer.start("request").end();
+        }
+        provider
+            .shutdown_with_timeout(Duration::from_secs(10))
+            .unwrap();
+        assert!(STATS.exported.load(Ordering::Relaxed) - before >= 10);
+    }
+
+    #[test]
+    fn the_queue_settings_come_from_the_bsp_variables() {
+        let config = QueueConfig::from_vars(&|name| match name {
+            "OTEL_BSP_MAX_QUEUE_SIZE" => Some("100".to_owned()),
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE" => Some("500".to_owned()),
+            "OTEL_BSP_SCHEDULE_DELAY" => Some("250".to_owned()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(config.capacity, 100);
+        // A batch is never larger than the queue.
+        assert_eq!(config.batch, 100);
+        assert_eq!(config.delay, Duration::from_millis(250));
+        assert_eq!(config.timeout, Duration::from_secs(30));
+        let error = QueueConfig::from_vars(&|name| {
+            (name == "OTEL_BSP_SCHEDULE_DELAY").then(|| "0".to_owned())
+        })
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "OTEL_BSP_SCHEDULE_DELAY=0: expected a positive whole number"
+        );
+    }
+}

@@ -606,13 +606,14 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         } = sent;
         // The frame's span ends with its receipt; the request's after it.
         publish.end();
+        // Refusals and send-failed notices included.
+        if let Some(error) = &answer.frame.error {
+            trace::failed(&answer.span, error.kind());
+        }
         trace::finished(&answer.span);
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
             let failed = answer.frame.error.as_ref().map(ToolError::kind);
-            if let Some(kind) = failed {
-                trace::failed(&answer.span, kind);
-            }
             if tracing::enabled!(tracing::Level::DEBUG) {
                 // The type only: messages may quote argument values.
                 answer.span.in_scope(|| {
