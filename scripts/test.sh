@@ -6,22 +6,24 @@
 # interop suite with TrustGraph's own Python client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase says when it starts, and how long the run has taken so far.
+phase() { echo "==> [+${SECONDS}s] $*" >&2; }
 
-echo "==> toolchain: $(rustc --version)" >&2
-echo "==> disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes" >&2
+phase "toolchain: $(rustc --version)"
+phase "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes"
 # A CI build starts from nothing and is never rebuilt: incremental
 # compilation data would only take disk space.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
-echo "==> format and lints" >&2
+phase "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "==> build (examples included)" >&2
+phase "build (examples included)"
 cargo build --workspace --all-targets --locked
 
 # The runtime without its default features (what a library crate of
 # services uses), with each feature alone, and its unit and doc tests there.
-echo "==> cargo features of tool-service" >&2
+phase "cargo features of tool-service"
 cargo clippy -p tool-service --all-targets --locked --no-default-features -- -D warnings
 cargo clippy -p tool-service --locked --no-default-features --features cli -- -D warnings
 cargo clippy -p tool-service --locked --no-default-features --features pulsar -- -D warnings
@@ -45,23 +47,23 @@ done
 
 # The fuzz targets build (their invariants run on the seeds in
 # tests/offline/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
-echo "==> fuzz targets" >&2
+phase "fuzz targets"
 cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 
-echo "==> packages of tool-service-macros and tool-service" >&2
+phase "packages of tool-service-macros and tool-service"
 scripts/package.sh
-echo "==> public API (public-api/*.txt)" >&2
+phase "public API (public-api/*.txt)"
 scripts/public-api.sh
 # Licences, duplicate crates and sources of what the published crates link
 # (deny.toml). The advisories check needs the RustSec database from
 # github.com, which this CI cannot reach: run `cargo deny check advisories`
 # where it can.
-echo "==> cargo deny (licences, duplicates, sources)" >&2
+phase "cargo deny (licences, duplicates, sources)"
 "$(scripts/cargo-tool.sh cargo-deny 0.20.2)" --workspace --locked check bans licenses sources
-echo "==> rustdoc (no warnings)" >&2
+phase "rustdoc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service -p tool-service-macros --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service
-echo "==> MSRV" >&2
+phase "MSRV"
 scripts/msrv.sh
 
 # The TLS/token test makes its keys and certificates with openssl.
@@ -74,16 +76,16 @@ source scripts/broker-env.sh
 TOOL_SERVICE_PEER_PYTHON="$(scripts/python-peer.sh)"
 export TOOL_SERVICE_PEER_PYTHON
 
-echo "==> unit, doc, ui and integration tests" >&2
+phase "unit, doc, ui and integration tests"
 cargo test --workspace --locked
 
 # The MCP conformance suite and the Node 22 it runs on (npm packages, once).
-echo "==> MCP conformance suite" >&2
+phase "MCP conformance suite"
 scripts/mcp-conformance.sh list --server >/dev/null
 
-echo "==> interop with TrustGraph's Python client and the Python MCP SDK" >&2
+phase "interop with TrustGraph's Python client and the Python MCP SDK"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
-"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider
+"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
-echo "==> done; $(du -sh "$target_dir" | cut -f1) in $target_dir ($(du -sh "$target_dir/debug" | cut -f1) of it the debug build)" >&2
+echo "==> [+${SECONDS}s] done; $(du -sh "$target_dir" | cut -f1) in $target_dir ($(du -sh "$target_dir/debug" | cut -f1) of it the debug build)" >&2
