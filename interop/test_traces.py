@@ -283,3 +283,24 @@ def test_with_the_collector_gone_the_batch_is_dropped_and_counted():
     # The 20 calls' 40 spans were refused with the connection.
     assert after["tg_tool_service_trace_spans_dropped_total"] >= 40, after
     assert max(latencies) < 5, max(latencies)
+
+
+def test_an_unsampled_callers_context_comes_back_and_nothing_of_it_is_exported(otlp):
+    trace_id, parent = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    caller = Caller("echo")
+    try:
+        unsampled = caller.call({}, {"text": "unsampled"}, {"traceparent": f"00-{trace_id}-{parent}-00"})
+        # A sampled call after it: once its span has arrived, so would have
+        # the unsampled call's.
+        span, carrier, sampled_trace, _ = caller_span()
+        caller.call({}, {"text": "sampled"}, carrier)
+        span.end()
+    finally:
+        caller.close()
+    properties, frame = unsampled[-1]
+    assert frame["error"] is None, frame
+    assert properties["traceparent"].startswith(f"00-{trace_id}-"), properties
+    assert properties["traceparent"].endswith("-00"), properties
+    assert "tracestate" not in properties, "an empty tracestate is not sent"
+    otlp.wait_for(lambda s: s["trace_id"] == sampled_trace and s["kind"] == "SPAN_KIND_PRODUCER")
+    assert otlp.trace(trace_id) == []

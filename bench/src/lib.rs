@@ -20,6 +20,18 @@ pub async fn spin(#[args] args: SpinArgs) -> String {
     spin_for(args.micros)
 }
 
+/// The command line of `ours` (and `ours_traced`): every benchmarked tool,
+/// with the joke book as the state.
+pub fn serve_main() -> std::process::ExitCode {
+    tool_service::App::new()
+        .setup(|| async {
+            Ok::<_, tool_service::HookError>(tool_service::State::new().with(JokeBook {
+                default_style: "pun",
+            }))
+        })
+        .run()
+}
+
 /// Busy-waits `micros` microseconds; says how long.
 pub fn spin_for(micros: u64) -> String {
     let started = std::time::Instant::now();

@@ -69,6 +69,10 @@ pub(crate) fn pulsar_request<'a>(
             otel.kind = "consumer",
         );
         let _ = span.set_parent(crate::otel::extract(property).unwrap_or_default());
+        // Sampled now, so that an unsampled request pays for no attributes.
+        if !sampled(&span) {
+            return span;
+        }
         span.set_attribute("messaging.system", "pulsar");
         span.set_attribute("messaging.operation.name", "process");
         span.set_attribute("messaging.operation.type", "process");
@@ -105,6 +109,9 @@ pub(crate) fn mcp_request<'a>(
             otel.kind = "server",
         );
         let _ = span.set_parent(crate::otel::extract(meta).unwrap_or_default());
+        if !sampled(&span) {
+            return span;
+        }
         span.set_attribute("mcp.method.name", "tools/call");
         span.set_attribute("gen_ai.operation.name", "execute_tool");
         span.set_attribute("gen_ai.tool.name", tool.to_owned());
@@ -118,6 +125,15 @@ pub(crate) fn mcp_request<'a>(
         request_id = %Untrusted::id(id),
         transport = "mcp",
     )
+}
+
+/// Whether `span` is recorded: it is started (the sampler decides) if it
+/// was not yet.
+#[cfg(feature = "otel")]
+fn sampled(span: &tracing::Span) -> bool {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    span.context().span().span_context().is_sampled()
 }
 
 /// Ends a request's span now rather than when its handler last ran: the
@@ -185,6 +201,10 @@ impl Headers {
 pub(crate) struct Send {
     #[cfg(feature = "otel")]
     span: Option<tracing::Span>,
+    /// Of a request that is not sampled, no `send` span is made: its
+    /// messages carry the request's context (not sampled either).
+    #[cfg(feature = "otel")]
+    unsampled: Option<opentelemetry::Context>,
 }
 
 #[cfg(feature = "pulsar")]
@@ -193,6 +213,15 @@ impl Send {
     pub(crate) fn response(request: &tracing::Span, topics: &Topics) -> Self {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
+            use opentelemetry::trace::TraceContextExt;
+            use tracing_opentelemetry::OpenTelemetrySpanExt;
+            let context = request.context();
+            if !context.span().span_context().is_sampled() {
+                return Self {
+                    span: None,
+                    unsampled: Some(context),
+                };
+            }
             let span = tracing::info_span!(
                 parent: request,
                 "send",
@@ -227,14 +256,24 @@ impl Send {
         span.set_attribute("messaging.operation.name", "send");
         span.set_attribute("messaging.operation.type", "send");
         span.set_attribute("messaging.destination.name", topic.to_owned());
-        Self { span: Some(span) }
+        Self {
+            span: Some(span),
+            unsampled: None,
+        }
     }
 
     /// The context the message carries.
     pub(crate) fn headers(&self) -> Headers {
         #[cfg(feature = "otel")]
-        if let Some(span) = &self.span {
-            return Headers::of(span);
+        {
+            if let Some(span) = &self.span {
+                return Headers::of(span);
+            }
+            if let Some(context) = &self.unsampled {
+                let mut pairs = Vec::new();
+                crate::otel::inject(context, |key, value| pairs.push((key, value)));
+                return Headers { pairs };
+            }
         }
         Headers::default()
     }

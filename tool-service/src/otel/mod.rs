@@ -314,6 +314,10 @@ struct Inject<F>(F);
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 impl<F: FnMut(&'static str, String)> opentelemetry::propagation::Injector for Inject<F> {
     fn set(&mut self, key: &str, value: String) {
+        // An empty `tracestate` says nothing.
+        if value.is_empty() {
+            return;
+        }
         let key = match key {
             TRACEPARENT => TRACEPARENT,
             TRACESTATE => TRACESTATE,
