@@ -220,7 +220,7 @@ impl ToolClient {
             if published.is_err() {
                 publish.failed(crate::error::ToolError::SEND_FAILED);
             }
-            publish.end();
+            let _sampled = publish.end();
             published?;
             let mut frames = Vec::new();
             while let Some(frame) = receiver.recv().await {

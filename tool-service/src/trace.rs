@@ -61,14 +61,19 @@ pub(crate) fn pulsar_request<'a>(
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
         use tracing_opentelemetry::OpenTelemetrySpanExt;
+        // A root in this process: the caller's context, if any, is its
+        // parent, or else it starts a trace.
         let span = tracing::info_span!(
+            parent: None,
             "request",
             service = service.id(),
             request_id = %Untrusted::id(id),
             otel.name = topics.process.as_str(),
             otel.kind = "consumer",
         );
-        let _ = span.set_parent(crate::otel::extract(property).unwrap_or_default());
+        if let Some(caller) = crate::otel::extract(property) {
+            let _ = span.set_parent(caller);
+        }
         // Sampled now, so that an unsampled request pays for no attributes.
         if !sampled(&span) {
             return span;
@@ -278,8 +283,14 @@ impl Send {
         Headers::default()
     }
 
-    /// The broker has the message: the span ends.
-    pub(crate) fn end(self) {}
+    /// The broker has the message: the span ends. Whether its request is
+    /// sampled.
+    pub(crate) fn end(self) -> bool {
+        #[cfg(feature = "otel")]
+        return self.span.is_some();
+        #[cfg(not(feature = "otel"))]
+        false
+    }
 
     /// The broker did not take the message.
     pub(crate) fn failed(&self, kind: &str) {

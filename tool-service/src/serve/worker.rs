@@ -605,12 +605,14 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             publish,
         } = sent;
         // The frame's span ends with its receipt; the request's after it.
-        publish.end();
+        let sampled = publish.end();
         // Refusals and send-failed notices included.
         if let Some(error) = &answer.frame.error {
             trace::failed(&answer.span, error.kind());
         }
-        trace::finished(&answer.span);
+        if sampled {
+            trace::finished(&answer.span);
+        }
         if let (false, Some((in_flight, started))) = (notice, answer.timing) {
             let elapsed = started.elapsed();
             let failed = answer.frame.error.as_ref().map(ToolError::kind);
