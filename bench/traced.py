@@ -126,6 +126,10 @@ def main():
             }
             for variant in VARIANTS if variant != "off"
         }
+        # Tracing on against off in the very same binary.
+        for variant in ("unsampled", "sampled"):
+            summary[kind][variant]["cpu_per_request_vs_compiled"] = stats(
+                [run[variant]["cpu_us_per_request"] / run["compiled"]["cpu_us_per_request"] for run in runs])
         summary[kind]["absolute"] = {
             variant: {key: statistics.median(run[variant][key] for run in runs)
                       for key in ("throughput", "cpu_us_per_request", "p99_us")}
@@ -157,18 +161,20 @@ def render(t):
              "same round, median (min–max). `compiled`: built with `otel`, no endpoint; `unsampled`: exporting,",
              "`OTEL_TRACES_SAMPLER=always_off`; `sampled`: `always_on`, every span exported to a local sink;",
              "`off-again`: `off` once more, the noise floor.", ""]
-    lines.append("| workload | variant | throughput ÷ off | CPU/request ÷ off | CPU µs/request (median) |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| workload | variant | throughput ÷ off | CPU/request ÷ off | CPU/request ÷ compiled "
+                 "(same binary) | CPU µs/request (median) |")
+    lines.append("|---|---|---|---|---|---|")
     for kind, summary in t["summary"].items():
         absolute = summary["absolute"]
-        lines.append(f"| {kind} | off | 1 | 1 | {absolute['off']['cpu_us_per_request']:.1f} |")
+        lines.append(f"| {kind} | off | 1 | 1 | – | {absolute['off']['cpu_us_per_request']:.1f} |")
         for variant in VARIANTS[1:]:
             s = summary[variant]
 
             def cell(stat):
                 return f"{stat['median']:.2f} ({stat['min']:.2f}–{stat['max']:.2f})"
 
-            lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | "
+            same = cell(s["cpu_per_request_vs_compiled"]) if "cpu_per_request_vs_compiled" in s else "–"
+            lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {same} | "
                          f"{absolute[variant]['cpu_us_per_request']:.1f} |")
     lines.append("")
     lines.append(f"Errors: {sum(s['errors'] for s in t['summary'].values())}. The sink took "
