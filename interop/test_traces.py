@@ -188,6 +188,35 @@ def test_an_mcp_tool_error_is_marked_on_the_span(otlp):
     assert call["attributes"]["error.type"] == "tool_error"
 
 
+def test_an_mcp_call_the_sampler_drops_gets_a_context_and_nothing_is_exported():
+    receiver = Receiver()
+    span, carrier, trace_id, caller_id = caller_span()
+
+    async def body(session):
+        plain = await session.call_tool("query-customers", {"question": "gears"})
+        joined = await session.call_tool("query-customers", {"question": "gears"}, meta=carrier)
+        return plain, joined
+
+    # A ratio of 0, not parent-based: even a sampled caller's call is dropped.
+    env = traced(receiver, "custom_rag-unsampled", OTEL_TRACES_SAMPLER="traceidratio", OTEL_TRACES_SAMPLER_ARG="0")
+    try:
+        with McpHttp("custom_rag", env=env) as server:
+            plain, joined = run(mcp_session(server.url, body))
+        # Stopped, the server has flushed what it queued.
+    finally:
+        span.end()
+        receiver.stop()
+    assert not plain.is_error and not joined.is_error, (plain, joined)
+    plain_trace, _ = TRACEPARENT.match(plain.meta["traceparent"]).groups()
+    joined_trace, joined_span = TRACEPARENT.match(joined.meta["traceparent"]).groups()
+    assert plain.meta["traceparent"].endswith("-00"), plain.meta
+    assert joined.meta["traceparent"].endswith("-00"), joined.meta
+    assert joined_trace == trace_id and joined_span != caller_id
+    assert plain_trace != trace_id
+    # Neither the calls nor their queries were exported.
+    assert receiver.spans == [], sorted({s["name"] for s in receiver.spans})
+
+
 def metrics(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
@@ -287,13 +316,14 @@ def test_with_the_collector_gone_the_batch_is_dropped_and_counted():
 
 def test_an_unsampled_callers_context_comes_back_and_nothing_of_it_is_exported(otlp):
     trace_id, parent = uuid.uuid4().hex, uuid.uuid4().hex[:16]
-    caller = Caller("echo")
+    caller = Caller("custom-rag")
+    question = ({"collection": "customers"}, {"question": "gears"})
     try:
-        unsampled = caller.call({}, {"text": "unsampled"}, {"traceparent": f"00-{trace_id}-{parent}-00"})
-        # A sampled call after it: once its span has arrived, so would have
+        unsampled = caller.call(*question, {"traceparent": f"00-{trace_id}-{parent}-00"})
+        # A sampled call after it: once its spans have arrived, so would have
         # the unsampled call's.
         span, carrier, sampled_trace, _ = caller_span()
-        caller.call({}, {"text": "sampled"}, carrier)
+        caller.call(*question, carrier)
         span.end()
     finally:
         caller.close()
@@ -301,6 +331,12 @@ def test_an_unsampled_callers_context_comes_back_and_nothing_of_it_is_exported(o
     assert frame["error"] is None, frame
     assert properties["traceparent"].startswith(f"00-{trace_id}-"), properties
     assert properties["traceparent"].endswith("-00"), properties
+    assert properties["traceparent"] != f"00-{trace_id}-{parent}-00", "the tool's own span id"
     assert "tracestate" not in properties, "an empty tracestate is not sent"
     otlp.wait_for(lambda s: s["trace_id"] == sampled_trace and s["kind"] == "SPAN_KIND_PRODUCER")
+    otlp.wait_for(lambda s: s["trace_id"] == sampled_trace and s["name"] == "SELECT passages")
     assert otlp.trace(trace_id) == []
+    # The handler's own span was not sampled either: not exported in a trace
+    # of its own.
+    queries = [s for s in otlp.spans if s["name"] == "SELECT passages" and s["trace_id"] != sampled_trace]
+    assert [q for q in queries if q["parent_span_id"] in ("", None)] == [], queries

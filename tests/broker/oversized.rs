@@ -453,6 +453,12 @@ async fn a_consumer_the_client_cannot_recreate_is_replaced() {
 }
 
 static REFUSED_RUNS: AtomicUsize = AtomicUsize::new(0);
+/// Set by the test: the next run waits in the handler for [`RELEASE`], so
+/// the limit is lifted between two attempts, never between an attempt's
+/// answer and its notice.
+static HOLD: AtomicBool = AtomicBool::new(false);
+static HELD: AtomicBool = AtomicBool::new(false);
+static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// Echo on persistent topics whose response topic takes, for a while, no
 /// frame at all: not the answer, nor the `send-failed` notice.
@@ -466,6 +472,10 @@ static REFUSED_RUNS: AtomicUsize = AtomicUsize::new(0);
 )]
 async fn refused_echo(text: String) -> String {
     REFUSED_RUNS.fetch_add(1, Ordering::SeqCst);
+    if HOLD.swap(false, Ordering::SeqCst) {
+        HELD.store(true, Ordering::SeqCst);
+        RELEASE.notified().await;
+    }
     text
 }
 
@@ -507,8 +517,20 @@ async fn a_request_whose_notice_is_refused_too_is_redelivered_until_answered() {
     assert!(failures >= 3, "{metrics}");
 
     // Once the broker takes frames again, the redelivered request is
-    // answered, once, and acknowledged.
+    // answered, once, and acknowledged. The limit is lifted while a run
+    // waits in the handler: the attempt before it has been refused whole
+    // (answer and notice), and the one after it is published in full.
+    HOLD.store(true, Ordering::SeqCst);
+    support::wait_until(
+        "a run waits in the handler",
+        Duration::from_secs(30),
+        || HELD.load(Ordering::SeqCst),
+    )
+    .await;
     limit_response_size("it-notice-refused", None).await;
+    // The broker applies a policy a moment after it reports it.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    RELEASE.notify_one();
     let (id, frame) = raw.receive().await;
     assert_eq!(id.as_deref(), Some("kept"));
     assert_eq!(frame, Frame::last(Ok("kept".into())));

@@ -60,9 +60,27 @@ pub(crate) fn pulsar_request<'a>(
 ) -> tracing::Span {
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
+        use crate::otel::{Decision, UNSAMPLED};
+        use opentelemetry::trace::SpanKind;
         use tracing_opentelemetry::OpenTelemetrySpanExt;
-        // A root in this process: the caller's context, if any, is its
-        // parent, or else it starts a trace.
+        let caller = crate::otel::extract(property);
+        // Decided first, so that an unsampled request pays for no
+        // OpenTelemetry span. A root in this process: the caller's context,
+        // if any, is its parent, or else it starts a trace.
+        let decided = match crate::otel::decide(caller, &topics.process, SpanKind::Consumer) {
+            Decision::Drop(context) => {
+                return crate::otel::unsampled(context, || {
+                    tracing::info_span!(
+                        target: UNSAMPLED,
+                        parent: None,
+                        "request",
+                        service = service.id(),
+                        request_id = %Untrusted::id(id),
+                    )
+                })
+            }
+            Decision::Record(decided) => decided,
+        };
         let span = tracing::info_span!(
             parent: None,
             "request",
@@ -71,10 +89,7 @@ pub(crate) fn pulsar_request<'a>(
             otel.name = topics.process.as_str(),
             otel.kind = "consumer",
         );
-        if let Some(caller) = crate::otel::extract(property) {
-            let _ = span.set_parent(caller);
-        }
-        // Sampled now, so that an unsampled request pays for no attributes.
+        decided.start(&span);
         if !sampled(&span) {
             return span;
         }
@@ -104,16 +119,34 @@ pub(crate) fn mcp_request<'a>(
 ) -> tracing::Span {
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
+        use crate::otel::{Decision, UNSAMPLED};
+        use opentelemetry::trace::SpanKind;
         use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let name = format!("tools/call {tool}");
+        let caller = crate::otel::extract(meta);
+        let decided = match crate::otel::decide(caller, &name, SpanKind::Server) {
+            Decision::Drop(context) => {
+                return crate::otel::unsampled(context, || {
+                    tracing::info_span!(
+                        target: UNSAMPLED,
+                        "request",
+                        service = service.id(),
+                        request_id = %Untrusted::id(id),
+                        transport = "mcp",
+                    )
+                })
+            }
+            Decision::Record(decided) => decided,
+        };
         let span = tracing::info_span!(
             "request",
             service = service.id(),
             request_id = %Untrusted::id(id),
             transport = "mcp",
-            otel.name = format!("tools/call {tool}"),
+            otel.name = name,
             otel.kind = "server",
         );
-        let _ = span.set_parent(crate::otel::extract(meta).unwrap_or_default());
+        decided.start(&span);
         if !sampled(&span) {
             return span;
         }
@@ -132,8 +165,7 @@ pub(crate) fn mcp_request<'a>(
     )
 }
 
-/// Whether `span` is recorded: it is started (the sampler decides) if it
-/// was not yet.
+/// Whether `span` (started) is sampled.
 #[cfg(feature = "otel")]
 fn sampled(span: &tracing::Span) -> bool {
     use opentelemetry::trace::TraceContextExt;
@@ -155,7 +187,7 @@ pub(crate) fn finished(span: &tracing::Span) {
 /// Marks a request's span failed with `kind` (`error.type`).
 pub(crate) fn failed(span: &tracing::Span, kind: &str) {
     #[cfg(feature = "otel")]
-    if crate::otel::enabled() {
+    if crate::otel::enabled() && !crate::otel::is_unsampled(span) {
         use tracing_opentelemetry::OpenTelemetrySpanExt;
         span.set_attribute("error.type", kind.to_owned());
         span.set_status(opentelemetry::trace::Status::error(kind.to_owned()));
@@ -177,12 +209,22 @@ impl Headers {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
             use tracing_opentelemetry::OpenTelemetrySpanExt;
-            let mut pairs = Vec::new();
-            crate::otel::inject(&span.context(), |key, value| pairs.push((key, value)));
-            return Self { pairs };
+            let context = if crate::otel::is_unsampled(span) {
+                crate::otel::context_of(span)
+            } else {
+                span.context()
+            };
+            return Self::from_context(&context);
         }
         let _ = span;
         Self::default()
+    }
+
+    #[cfg(feature = "otel")]
+    fn from_context(context: &opentelemetry::Context) -> Self {
+        let mut pairs = Vec::new();
+        crate::otel::inject(context, |key, value| pairs.push((key, value)));
+        Self { pairs }
     }
 
     /// Each header, for `set`.
@@ -220,7 +262,11 @@ impl Send {
         if crate::otel::enabled() {
             use opentelemetry::trace::TraceContextExt;
             use tracing_opentelemetry::OpenTelemetrySpanExt;
-            let context = request.context();
+            let context = if crate::otel::is_unsampled(request) {
+                crate::otel::context_of(request)
+            } else {
+                request.context()
+            };
             if !context.span().span_context().is_sampled() {
                 return Self {
                     span: None,
@@ -275,9 +321,7 @@ impl Send {
                 return Headers::of(span);
             }
             if let Some(context) = &self.unsampled {
-                let mut pairs = Vec::new();
-                crate::otel::inject(context, |key, value| pairs.push((key, value)));
-                return Headers { pairs };
+                return Headers::from_context(context);
             }
         }
         Headers::default()

@@ -55,6 +55,11 @@
 //! Every response frame carries the context of the span that published it.
 
 mod export;
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+mod sample;
+
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+pub(crate) use sample::{context_of, decide, is_unsampled, unsampled, Decision, UNSAMPLED};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -81,6 +86,7 @@ pub const TRACESTATE: &str = "tracestate";
 #[derive(Debug)]
 pub struct Otel {
     provider: SdkTracerProvider,
+    sampler: opentelemetry_sdk::trace::Sampler,
 }
 
 /// Why the `OTEL_*` variables do not describe an exporter.
@@ -137,7 +143,7 @@ impl Otel {
     /// # Errors
     /// As [`Otel::from_env`].
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, OtelError> {
-        let set = |name| var(name).filter(|value| !value.trim().is_empty());
+        let set = |name: &str| var(name).filter(|value| !value.trim().is_empty());
         if set("OTEL_SDK_DISABLED").is_some_and(|value| value.trim().eq_ignore_ascii_case("true")) {
             return Ok(None);
         }
@@ -190,6 +196,7 @@ impl Otel {
                 break;
             }
         }
+        let sampler = sample::sampler(&set)?;
         let queue = export::QueueConfig::from_vars(&set)?;
         let exporter = {
             use opentelemetry_otlp::WithHttpConfig;
@@ -200,9 +207,10 @@ impl Otel {
                 .map_err(|error| OtelError::Exporter(error.to_string()))?
         };
         let provider = SdkTracerProvider::builder()
+            .with_sampler(sample::Presampled(sampler.clone()))
             .with_span_processor(export::Queue::start(exporter, queue))
             .build();
-        Ok(Some(Self { provider }))
+        Ok(Some(Self { provider, sampler }))
     }
 
     /// The `tracing` layer that turns spans into OpenTelemetry spans (INFO
@@ -215,13 +223,23 @@ impl Otel {
         use tracing_subscriber::Layer;
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         opentelemetry::global::set_tracer_provider(self.provider.clone());
+        sample::install(self.sampler.clone());
         ENABLED.store(true, Ordering::Release);
+        use tracing_subscriber::filter::{LevelFilter, Targets};
         tracing_opentelemetry::layer()
             .with_tracer(self.provider.tracer("tool-service"))
+            // Each costs a request a few allocations and clock reads.
+            .with_threads(false)
+            .with_tracked_inactivity(false)
             .with_filter(
-                tracing_subscriber::filter::Targets::new()
+                Targets::new()
                     .with_default(tracing::Level::INFO)
-                    .with_target("rmcp", tracing_subscriber::filter::LevelFilter::OFF),
+                    .with_target("rmcp", LevelFilter::OFF)
+                    .with_target(sample::UNSAMPLED, LevelFilter::OFF),
+            )
+            .and_then(
+                sample::Activate
+                    .with_filter(Targets::new().with_target(sample::UNSAMPLED, LevelFilter::TRACE)),
             )
     }
 
