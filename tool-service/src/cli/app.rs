@@ -368,6 +368,7 @@ impl<A: 'static> App<A> {
             #[cfg(feature = "pulsar")]
             Run::Config(..) => unreachable!("config commands return before the setup"),
         };
+        let mut result = result;
         if let Some(shutdown) = self.shutdown {
             let state = registry.state().clone();
             drop(registry);
@@ -376,12 +377,13 @@ impl<A: 'static> App<A> {
                     "the shutdown hook did not finish within {}",
                     crate::duration::format(grace)
                 );
-                return match result {
-                    Ok(_) => Err(hook.into()),
-                    Err(error) => Err(format!("{}; and {hook}", with_advice(&*error)).into()),
-                };
+                result = Err(match result {
+                    Ok(_) => hook.into(),
+                    Err(error) => format!("{}; and {hook}", with_advice(&*error)).into(),
+                });
             }
         }
+        // Whatever the hook did: the spans of the last requests go out.
         #[cfg(any(feature = "pulsar", feature = "mcp"))]
         super::flush_traces(grace).await;
         result

@@ -26,11 +26,13 @@ pub(super) trait Requests: Send + 'static {
     /// What the request carries.
     fn payload(message: &Self::Message) -> &[u8];
 
-    /// The request's `id` property, if it has one.
-    fn id(message: &Self::Message) -> Option<&str>;
-
-    /// Another property of the request (its trace context).
+    /// A property of the request: its `id`, its trace context.
     fn property<'a>(message: &'a Self::Message, key: &str) -> Option<&'a str>;
+
+    /// The request's `id` property, if it has one.
+    fn id(message: &Self::Message) -> Option<&str> {
+        Self::property(message, crate::wire::ID_PROPERTY)
+    }
 
     /// The next request; `None` when the stream ended. Cancel-safe.
     fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send;
@@ -117,10 +119,6 @@ impl Requests for PulsarRequests {
 
     fn payload(message: &Self::Message) -> &[u8] {
         &message.payload.data
-    }
-
-    fn id(message: &Self::Message) -> Option<&str> {
-        crate::broker::message_id(message)
     }
 
     fn property<'a>(message: &'a Self::Message, key: &str) -> Option<&'a str> {

@@ -252,12 +252,11 @@ impl Requests for FakeRequests {
         &message.payload
     }
 
-    fn property<'a>(_message: &'a Message, _key: &str) -> Option<&'a str> {
-        None
-    }
-
-    fn id(message: &Message) -> Option<&str> {
-        message.id.as_deref()
+    fn property<'a>(message: &'a Message, key: &str) -> Option<&'a str> {
+        match key {
+            crate::wire::ID_PROPERTY => message.id.as_deref(),
+            _ => None,
+        }
     }
 
     async fn next(&mut self) -> Option<Result<Message, Fault>> {
