@@ -7,8 +7,85 @@
 //! MCP) conventions, the child of the caller's context; each published
 //! frame has a `send` span whose context the frame carries.
 
+use std::future::Future;
+
 use crate::log_text::Untrusted;
 use crate::spec::Service;
+
+/// A request's span: the span of its logs and, when the request is sampled,
+/// its OpenTelemetry span. Of a request that is not sampled, also the
+/// context its handler runs in and its frames carry.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestSpan {
+    span: tracing::Span,
+    #[cfg(feature = "otel")]
+    unsampled: Option<opentelemetry::Context>,
+}
+
+impl std::ops::Deref for RequestSpan {
+    type Target = tracing::Span;
+
+    fn deref(&self) -> &tracing::Span {
+        &self.span
+    }
+}
+
+/// A [`RequestSpan`] entered, see [`RequestSpan::enter`].
+#[cfg(feature = "pulsar")]
+pub(crate) struct Entered<'a> {
+    _span: tracing::span::Entered<'a>,
+    #[cfg(feature = "otel")]
+    _context: Option<opentelemetry::ContextGuard>,
+}
+
+impl RequestSpan {
+    fn logged(span: tracing::Span) -> Self {
+        Self {
+            span,
+            #[cfg(feature = "otel")]
+            unsampled: None,
+        }
+    }
+
+    /// `future`, polled in this span (and context).
+    pub(crate) fn instrument<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
+        use tracing::Instrument;
+        #[cfg(feature = "otel")]
+        {
+            let unsampled = self.unsampled;
+            async move {
+                if let Some(context) = unsampled {
+                    use opentelemetry::context::FutureExt;
+                    return future.with_context(context).await;
+                }
+                future.await
+            }
+            .instrument(self.span)
+        }
+        #[cfg(not(feature = "otel"))]
+        future.instrument(self.span)
+    }
+
+    /// Enters this span (and context) until the guard is dropped.
+    #[cfg(feature = "pulsar")]
+    pub(crate) fn enter(&self) -> Entered<'_> {
+        Entered {
+            _span: self.span.enter(),
+            #[cfg(feature = "otel")]
+            _context: self.unsampled.clone().map(opentelemetry::Context::attach),
+        }
+    }
+
+    /// The context the request's answer carries (over MCP, in `_meta`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn headers(&self) -> Headers {
+        #[cfg(feature = "otel")]
+        if let Some(context) = &self.unsampled {
+            return Headers::from_context(context);
+        }
+        Headers::of(&self.span)
+    }
+}
 
 /// What the spans of one service's Pulsar topics are called.
 #[cfg(feature = "pulsar")]
@@ -57,7 +134,7 @@ pub(crate) fn pulsar_request<'a>(
     topics: &Topics,
     id: &str,
     property: impl Fn(&str) -> Option<&'a str>,
-) -> tracing::Span {
+) -> RequestSpan {
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
         use crate::otel::{Decision, UNSAMPLED};
@@ -69,15 +146,16 @@ pub(crate) fn pulsar_request<'a>(
         // if any, is its parent, or else it starts a trace.
         let decided = match crate::otel::decide(caller, &topics.process, SpanKind::Consumer) {
             Decision::Drop(context) => {
-                return crate::otel::unsampled(context, || {
-                    tracing::info_span!(
+                return RequestSpan {
+                    span: tracing::info_span!(
                         target: UNSAMPLED,
                         parent: None,
                         "request",
                         service = service.id(),
                         request_id = %Untrusted::id(id),
-                    )
-                })
+                    ),
+                    unsampled: Some(context),
+                }
             }
             Decision::Record(decided) => decided,
         };
@@ -91,7 +169,7 @@ pub(crate) fn pulsar_request<'a>(
         );
         decided.start(&span);
         if !sampled(&span) {
-            return span;
+            return RequestSpan::logged(span);
         }
         span.set_attribute("messaging.system", "pulsar");
         span.set_attribute("messaging.operation.name", "process");
@@ -102,10 +180,14 @@ pub(crate) fn pulsar_request<'a>(
             topics.subscription.clone(),
         );
         span.set_attribute("messaging.message.conversation_id", id.to_owned());
-        return span;
+        return RequestSpan::logged(span);
     }
     let _ = (topics, property);
-    tracing::info_span!("request", service = service.id(), request_id = %Untrusted::id(id))
+    RequestSpan::logged(tracing::info_span!(
+        "request",
+        service = service.id(),
+        request_id = %Untrusted::id(id)
+    ))
 }
 
 /// The span of a `tools/call` that came over MCP, its trace context read
@@ -116,7 +198,7 @@ pub(crate) fn mcp_request<'a>(
     tool: &str,
     id: &str,
     meta: impl Fn(&str) -> Option<&'a str>,
-) -> tracing::Span {
+) -> RequestSpan {
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
         use crate::otel::{Decision, UNSAMPLED};
@@ -126,15 +208,16 @@ pub(crate) fn mcp_request<'a>(
         let caller = crate::otel::extract(meta);
         let decided = match crate::otel::decide(caller, &name, SpanKind::Server) {
             Decision::Drop(context) => {
-                return crate::otel::unsampled(context, || {
-                    tracing::info_span!(
+                return RequestSpan {
+                    span: tracing::info_span!(
                         target: UNSAMPLED,
                         "request",
                         service = service.id(),
                         request_id = %Untrusted::id(id),
                         transport = "mcp",
-                    )
-                })
+                    ),
+                    unsampled: Some(context),
+                }
             }
             Decision::Record(decided) => decided,
         };
@@ -148,21 +231,21 @@ pub(crate) fn mcp_request<'a>(
         );
         decided.start(&span);
         if !sampled(&span) {
-            return span;
+            return RequestSpan::logged(span);
         }
         span.set_attribute("mcp.method.name", "tools/call");
         span.set_attribute("gen_ai.operation.name", "execute_tool");
         span.set_attribute("gen_ai.tool.name", tool.to_owned());
         span.set_attribute("jsonrpc.request.id", id.to_owned());
-        return span;
+        return RequestSpan::logged(span);
     }
     let _ = (tool, meta);
-    tracing::info_span!(
+    RequestSpan::logged(tracing::info_span!(
         "request",
         service = service.id(),
         request_id = %Untrusted::id(id),
         transport = "mcp",
-    )
+    ))
 }
 
 /// Whether `span` (started) is sampled.
@@ -176,7 +259,7 @@ fn sampled(span: &tracing::Span) -> bool {
 /// Ends a request's span now rather than when its handler last ran: the
 /// span covers the publishing of its answer.
 #[cfg(feature = "pulsar")]
-pub(crate) fn finished(span: &tracing::Span) {
+pub(crate) fn finished(span: &RequestSpan) {
     #[cfg(feature = "otel")]
     if crate::otel::enabled() {
         span.in_scope(|| {});
@@ -185,9 +268,18 @@ pub(crate) fn finished(span: &tracing::Span) {
 }
 
 /// Marks a request's span failed with `kind` (`error.type`).
-pub(crate) fn failed(span: &tracing::Span, kind: &str) {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn failed(span: &RequestSpan, kind: &str) {
     #[cfg(feature = "otel")]
-    if crate::otel::enabled() && !crate::otel::is_unsampled(span) {
+    if span.unsampled.is_some() {
+        return;
+    }
+    failed_span(&span.span, kind);
+}
+
+fn failed_span(span: &tracing::Span, kind: &str) {
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
         use tracing_opentelemetry::OpenTelemetrySpanExt;
         span.set_attribute("error.type", kind.to_owned());
         span.set_status(opentelemetry::trace::Status::error(kind.to_owned()));
@@ -209,12 +301,7 @@ impl Headers {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
             use tracing_opentelemetry::OpenTelemetrySpanExt;
-            let context = if crate::otel::is_unsampled(span) {
-                crate::otel::context_of(span)
-            } else {
-                span.context()
-            };
-            return Self::from_context(&context);
+            return Self::from_context(&span.context());
         }
         let _ = span;
         Self::default()
@@ -257,16 +344,18 @@ pub(crate) struct Send {
 #[cfg(feature = "pulsar")]
 impl Send {
     /// A response frame of the request whose span is `request`.
-    pub(crate) fn response(request: &tracing::Span, topics: &Topics) -> Self {
+    pub(crate) fn response(request: &RequestSpan, topics: &Topics) -> Self {
         #[cfg(feature = "otel")]
         if crate::otel::enabled() {
             use opentelemetry::trace::TraceContextExt;
             use tracing_opentelemetry::OpenTelemetrySpanExt;
-            let context = if crate::otel::is_unsampled(request) {
-                crate::otel::context_of(request)
-            } else {
-                request.context()
-            };
+            if let Some(context) = &request.unsampled {
+                return Self {
+                    span: None,
+                    unsampled: Some(context.clone()),
+                };
+            }
+            let context = request.span.context();
             if !context.span().span_context().is_sampled() {
                 return Self {
                     span: None,
@@ -274,7 +363,7 @@ impl Send {
                 };
             }
             let span = tracing::info_span!(
-                parent: request,
+                parent: &request.span,
                 "send",
                 otel.name = topics.send.as_str(),
                 otel.kind = "producer",
@@ -340,7 +429,7 @@ impl Send {
     pub(crate) fn failed(&self, kind: &str) {
         #[cfg(feature = "otel")]
         if let Some(span) = &self.span {
-            failed(span, kind);
+            failed_span(span, kind);
         }
         let _ = kind;
     }

@@ -63,7 +63,6 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
-use tracing::Instrument;
 
 pub use http::{serve_http, HttpOptions};
 
@@ -513,7 +512,7 @@ impl ServerHandler for McpServer {
         // registers with the cancellation tokens.
         tokio::select! {
             biased;
-            result = call.instrument(span.clone()) => Ok(traced(result, &span).into()),
+            result = span.clone().instrument(call) => Ok(traced(result, &span).into()),
             () = context.ct.cancelled() => {
                 span.in_scope(|| tracing::debug!("cancelled by the client"));
                 Err(ErrorData::internal_error("the call was cancelled", None))
@@ -528,11 +527,11 @@ impl ServerHandler for McpServer {
 
 /// `result`, with the error type on the call's span, and the span's trace
 /// context in the result's `_meta` (when tracing is on).
-fn traced(mut result: CallToolResult, span: &tracing::Span) -> CallToolResult {
+fn traced(mut result: CallToolResult, span: &crate::trace::RequestSpan) -> CallToolResult {
     if result.is_error == Some(true) {
         crate::trace::failed(span, "tool_error");
     }
-    crate::trace::Headers::of(span).for_each(|key, value| {
+    span.headers().for_each(|key, value| {
         result
             .meta
             .get_or_insert_with(rmcp::model::MetaObject::new)

@@ -1,8 +1,9 @@
 //! Sampling, decided before a request's span is made. A request that is not
 //! sampled gets a span on the [`UNSAMPLED`] target, which the OpenTelemetry
 //! layer does not see: it costs what a log span costs. Its context (not
-//! sampled) is made current while its span is entered, so that its handler's
-//! own spans are not sampled either, and its frames carry it.
+//! sampled) is current while its handler runs (`trace::RequestSpan`), so
+//! that its handler's own spans are not sampled either, and its frames
+//! carry it.
 
 use std::cell::RefCell;
 use std::sync::{PoisonError, RwLock};
@@ -12,8 +13,6 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{
     IdGenerator, RandomIdGenerator, Sampler, SamplingDecision, SamplingResult, ShouldSample,
 };
-use tracing_subscriber::layer::Context as LayerContext;
-use tracing_subscriber::registry::LookupSpan;
 
 use super::OtelError;
 
@@ -27,12 +26,6 @@ thread_local! {
     /// The decision [`decide`] made, for the span being started on this
     /// thread: [`Presampled`] returns it rather than deciding again.
     static DECIDED: RefCell<Option<SamplingResult>> = const { RefCell::new(None) };
-    /// The context of the unsampled span being made on this thread, for
-    /// [`Activate::on_new_span`].
-    static PENDING: RefCell<Option<Context>> = const { RefCell::new(None) };
-    /// The contexts [`Activate`] made current, by span.
-    static ACTIVE: RefCell<Vec<(tracing::span::Id, opentelemetry::ContextGuard)>> =
-        const { RefCell::new(Vec::new()) };
 }
 
 /// The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name,
@@ -157,76 +150,6 @@ impl Decided {
         // Started now, on this thread, so that `Presampled` takes the result.
         let _ = span.context();
         DECIDED.with(|decided| decided.borrow_mut().take());
-    }
-}
-
-/// The span `make` makes (on the [`UNSAMPLED`] target), with `context` made
-/// current whenever it is entered.
-pub(crate) fn unsampled(context: Context, make: impl FnOnce() -> tracing::Span) -> tracing::Span {
-    PENDING.with(|pending| *pending.borrow_mut() = Some(context));
-    let span = make();
-    PENDING.with(|pending| pending.borrow_mut().take());
-    span
-}
-
-/// Whether `span` is the span of a request that is not sampled.
-pub(crate) fn is_unsampled(span: &tracing::Span) -> bool {
-    span.metadata()
-        .is_some_and(|metadata| metadata.target() == UNSAMPLED)
-}
-
-/// The context of an unsampled request's `span`.
-pub(crate) fn context_of(span: &tracing::Span) -> Context {
-    span.in_scope(Context::current)
-}
-
-/// The context of an unsampled request's span, kept with the span.
-struct Activated(Context);
-
-/// The layer that makes an unsampled request's context current while its
-/// span is entered (it sees only [`UNSAMPLED`] spans).
-pub(super) struct Activate;
-
-impl<S> tracing_subscriber::Layer<S> for Activate
-where
-    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
-{
-    fn on_new_span(
-        &self,
-        _attributes: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: LayerContext<'_, S>,
-    ) {
-        let Some(context) = PENDING.with(|pending| pending.borrow_mut().take()) else {
-            return;
-        };
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(Activated(context));
-        }
-    }
-
-    fn on_enter(&self, id: &tracing::span::Id, ctx: LayerContext<'_, S>) {
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        let Some(context) = span
-            .extensions()
-            .get::<Activated>()
-            .map(|activated| activated.0.clone())
-        else {
-            return;
-        };
-        let guard = context.attach();
-        ACTIVE.with(|active| active.borrow_mut().push((id.clone(), guard)));
-    }
-
-    fn on_exit(&self, id: &tracing::span::Id, _ctx: LayerContext<'_, S>) {
-        let guard = ACTIVE.with(|active| {
-            let mut active = active.borrow_mut();
-            let at = active.iter().rposition(|(entered, _)| entered == id)?;
-            Some(active.remove(at))
-        });
-        drop(guard);
     }
 }
 

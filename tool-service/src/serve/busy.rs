@@ -26,7 +26,7 @@ pub(super) struct Answer<M> {
     /// For a request that was handled (not refused): its in-flight gauge and
     /// when it started. The latency ends when the broker has the answer.
     pub(super) timing: Option<(InFlight, Instant)>,
-    pub(super) span: tracing::Span,
+    pub(super) span: crate::trace::RequestSpan,
 }
 
 /// What a request's task ends with.

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{watch, Mutex};
-use tracing::Instrument;
 
 use super::budget::{Budget, Held};
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
@@ -497,7 +496,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                         span: span.clone(),
                     },
                 );
-                self.busy.spawn(task.instrument(span));
+                self.busy.spawn(span.instrument(task));
             }
             None => self.answer(message, id, timing, span).await,
         }
@@ -511,7 +510,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         message: Msg<R>,
         id: String,
         timing: (InFlight, Instant),
-        span: tracing::Span,
+        span: trace::RequestSpan,
     ) {
         let service = self.service;
         let limits = self.limits;
@@ -520,20 +519,17 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             // so that the gate opens again when the handler gets fast.
             let state = self.state.clone();
             let request_span = span.clone();
-            let request = Box::pin(
-                async move {
-                    let request = Request::decode(R::payload(&message));
-                    let frame = dispatch::reply(service, &state, &id, request, limits).await;
-                    Done::Answer(Answer {
-                        message,
-                        id,
-                        frame,
-                        timing: Some(timing),
-                        span: request_span,
-                    })
-                }
-                .instrument(span),
-            );
+            let request = Box::pin(span.instrument(async move {
+                let request = Request::decode(R::payload(&message));
+                let frame = dispatch::reply(service, &state, &id, request, limits).await;
+                Done::Answer(Answer {
+                    message,
+                    id,
+                    frame,
+                    timing: Some(timing),
+                    span: request_span,
+                })
+            }));
             self.busy.spawn(self.gate.measure(request));
             return;
         }
@@ -559,8 +555,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             Err(pending) => {
                 let request_span = span.clone();
                 self.busy.spawn(
-                    async move { Done::Answer(answer(pending.await, request_span)) }
-                        .instrument(span),
+                    span.instrument(
+                        async move { Done::Answer(answer(pending.await, request_span)) },
+                    ),
                 );
             }
         }
@@ -714,7 +711,7 @@ async fn stream<R: Requests, P: Responses>(
 struct ChunkSink<'a, P> {
     responses: &'a Mutex<P>,
     /// The request's span, and what its frames' spans are called.
-    request: &'a tracing::Span,
+    request: &'a trace::RequestSpan,
     topics: &'a Topics,
     last: Option<Frame>,
 }
