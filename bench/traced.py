@@ -14,6 +14,12 @@ and each ratio pairs a variant with `off` of the same round: throughput and
 service CPU per request (utime + stime from /proc). The goal: unsampled
 costs at most 5% CPU per request.
 
+CPU time on a shared 2-core machine moves by more than 5% from run to run,
+so the same variants are also counted in instructions: the service runs
+under callgrind for 1,000 and then 5,000 echo requests, and the difference
+divided by 4,000 is its instructions per request, start-up excluded. That
+figure moves by well under 1% between runs.
+
 The collector is a sink on 127.0.0.1 that reads each OTLP/HTTP request and
 answers 200 without decoding it, so that it takes as little of the
 machine's CPU as it can.
@@ -27,9 +33,11 @@ import http.server
 import json
 import os
 import pathlib
+import shutil
 import statistics
 import sys
 import threading
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import run as common  # noqa: E402
@@ -71,7 +79,7 @@ class Sink:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def start(variant, kind, sink):
+def start(variant, kind, sink, dry=False):
     t = common.topic(kind)
     binary = "ours" if variant in ("off", "off-again") else "ours_traced"
     env = {}
@@ -81,8 +89,11 @@ def start(variant, kind, sink):
             "OTEL_SERVICE_NAME": "bench",
             "OTEL_TRACES_SAMPLER": "always_off" if variant == "unsampled" else "always_on",
         }
-    return common.Service([str(common.BIN / binary), "serve", "-p", common.URL, "--only", f"{t}-service",
-                           "--log-level", "info", "--no-metrics"], "ready", env=env)
+    command = [str(common.BIN / binary), "serve", "-p", common.URL, "--only", f"{t}-service",
+               "--log-level", "info", "--no-metrics"]
+    if dry:
+        return command, env
+    return common.Service(command, "ready", env=env)
 
 
 def measure(variant, kind, sink):
@@ -95,6 +106,32 @@ def measure(variant, kind, sink):
         return result
     finally:
         service.stop()
+
+
+def instructions_per_request(sink):
+    """Each variant's instructions per echo request under callgrind."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("traced.py: valgrind is missing; install it (apt-get install valgrind)")
+    counts = {}
+    for variant in VARIANTS[:-1]:
+        refs = []
+        for requests in (1000, 5000):
+            print(f"== callgrind: echo/{variant}, {requests} requests", file=sys.stderr, flush=True)
+            command = start(variant, "echo", sink, dry=True)
+            service = common.Service(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command[0]],
+                                     "ready", env=command[1])
+            try:
+                common.load("echo", 16, requests, 0)
+            finally:
+                service.process.terminate()
+                service.process.wait(120)
+            time.sleep(0.2)
+            found = [line for line in service.lines if "I   refs:" in line]
+            if not found:
+                raise SystemExit("traced.py: callgrind printed no count:\n" + "\n".join(service.lines[-20:]))
+            refs.append(int(found[-1].split(":")[1].replace(",", "")))
+        counts[variant] = (refs[1] - refs[0]) / 4000
+    return counts
 
 
 def stats(values):
@@ -116,6 +153,7 @@ def main():
                 print(f"   {runs[variant]['throughput']:,.0f} req/s, "
                       f"{runs[variant]['cpu_us_per_request']:.1f} us CPU/request", file=sys.stderr, flush=True)
             rounds[kind].append(runs)
+    counted = instructions_per_request(sink)
     summary = {}
     for kind, runs in rounds.items():
         summary[kind] = {
@@ -142,6 +180,7 @@ def main():
         "in_flight": IN_FLIGHT,
         "workloads": {kind: {"requests": r, "warmup": w} for kind, (r, w) in WORKLOADS.items()},
         "collector": {"requests": sink.requests, "bytes": sink.bytes},
+        "instructions_per_request": counted,
         "versions": common.versions(),
         "summary": summary,
         "runs": rounds,
@@ -177,6 +216,15 @@ def render(t):
             lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {same} | "
                          f"{absolute[variant]['cpu_us_per_request']:.1f} |")
     lines.append("")
+    counted = t.get("instructions_per_request")
+    if counted:
+        lines += ["In instructions, which do not move with the machine's load: the service under callgrind, the",
+                  "difference between 5,000 and 1,000 echo requests (16 in flight) divided by 4,000.", "",
+                  "| variant | instructions/request | ÷ off | ÷ compiled (same binary) |", "|---|---|---|---|"]
+        for variant, count in counted.items():
+            same = f"{count / counted['compiled']:.3f}" if variant in ("unsampled", "sampled") else "–"
+            lines.append(f"| {variant} | {count:,.0f} | {count / counted['off']:.3f} | {same} |")
+        lines.append("")
     lines.append(f"Errors: {sum(s['errors'] for s in t['summary'].values())}. The sink took "
                  f"{t['collector']['requests']:,} OTLP requests ({t['collector']['bytes'] / 1e6:.1f} MB).")
     return lines

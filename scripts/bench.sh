@@ -34,6 +34,10 @@ PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
 # `ours` with the otel feature, beside it.
 cargo build --release --locked -p tool-service-bench --features otel --bin ours_traced
+# traced.py counts instructions with callgrind.
+if ! command -v valgrind >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
+fi
 if [ "${1:-}" = paired ]; then
   "$PYTHON" bench/paired.py
   exit

@@ -30,6 +30,30 @@ impl std::ops::Deref for RequestSpan {
     }
 }
 
+#[cfg(feature = "otel")]
+pin_project_lite::pin_project! {
+    /// A future polled with `context` (if any) current.
+    struct InContext<F> {
+        #[pin]
+        future: F,
+        context: Option<opentelemetry::Context>,
+    }
+}
+
+#[cfg(feature = "otel")]
+impl<F: Future> Future for InContext<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _context = this.context.clone().map(opentelemetry::Context::attach);
+        this.future.poll(cx)
+    }
+}
+
 /// A [`RequestSpan`] entered, see [`RequestSpan::enter`].
 #[cfg(feature = "pulsar")]
 pub(crate) struct Entered<'a> {
@@ -51,18 +75,10 @@ impl RequestSpan {
     pub(crate) fn instrument<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
         use tracing::Instrument;
         #[cfg(feature = "otel")]
-        {
-            let unsampled = self.unsampled;
-            async move {
-                if let Some(context) = unsampled {
-                    use opentelemetry::context::FutureExt;
-                    return future.with_context(context).await;
-                }
-                future.await
-            }
-            .instrument(self.span)
-        }
-        #[cfg(not(feature = "otel"))]
+        let future = InContext {
+            future,
+            context: self.unsampled,
+        };
         future.instrument(self.span)
     }
 
