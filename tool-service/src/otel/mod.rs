@@ -361,7 +361,10 @@ mod tests {
     #[cfg(any(feature = "pulsar", feature = "mcp"))]
     use opentelemetry::trace::TraceContextExt;
 
-    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    /// The variables of `pairs`, for `from_vars`.
+    pub(super) fn vars<'a>(
+        pairs: &'a [(&'a str, &'a str)],
+    ) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {
             pairs
                 .iter()

@@ -156,15 +156,7 @@ impl Decided {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).to_owned())
-        }
-    }
+    use crate::otel::tests::vars;
 
     #[test]
     fn reads_the_sampler_the_specification_names() {
