@@ -76,10 +76,3 @@ async fn json_schema(#[args] person: Person) -> String {
 fn main() -> std::process::ExitCode {
     tool_service::run!()
 }
-
-/// The one-line guard: `cargo test` fails when a service or tool preset has
-/// a mistake the compiler cannot see.
-#[test]
-fn tool_services_are_valid() {
-    tool_service::Registry::collect().unwrap();
-}

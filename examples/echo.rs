@@ -105,11 +105,3 @@ pub async fn blob(
 fn main() -> std::process::ExitCode {
     tool_service::run!()
 }
-
-/// The one-line guard: `cargo test` fails, with the message the binary would
-/// print, when a service or tool preset has a mistake the compiler cannot
-/// see.
-#[test]
-fn tool_services_are_valid() {
-    tool_service::Registry::collect().unwrap();
-}

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds and unit-tests the two published crates on the oldest Rust they
 # claim to support, the `rust-version` of Cargo.toml's [workspace.package]:
+# their unit tests (and the macro crate's doc tests) with every feature on,
+# so that every line of both compiles, and a check without default
+# features, the configuration of a crate that only defines services. The
+# integration tests need no second run: what they test is the same code.
 #   scripts/msrv.sh                  checks with msrv/Cargo.lock
 #   scripts/msrv.sh --update [1.xx]  first resolves msrv/Cargo.lock anew for
 #                                    that version (default: rust-version)
@@ -54,6 +58,6 @@ echo "==> MSRV: $(rustup run "$msrv" rustc --version)" >&2
 cd "$work"
 export CARGO_TARGET_DIR="$target/build"
 cargo "+$msrv" test -p tool-service-macros --locked
-cargo "+$msrv" test -p tool-service --lib --locked
-cargo "+$msrv" test -p tool-service --lib --locked --no-default-features
+cargo "+$msrv" test -p tool-service --lib --locked --all-features
+cargo "+$msrv" check -p tool-service --lib --locked --no-default-features
 echo "==> Rust $msrv builds and passes the unit tests of tool-service and tool-service-macros" >&2

@@ -5,12 +5,18 @@
 #   scripts/public-api.sh            check (CI)
 #   scripts/public-api.sh --update   rewrite the lists after a deliberate change
 # Installs cargo-public-api (pinned) when it is missing. Its rustdoc JSON
-# comes from this repository's stable toolchain, with RUSTC_BOOTSTRAP=1.
+# comes from this repository's stable toolchain, with RUSTC_BOOTSTRAP=1, in
+# a target directory of its own: RUSTC_BOOTSTRAP changes the fingerprints
+# of crates whose build scripts read it (proc-macro2 and all that depends on
+# it), which would otherwise be rebuilt back and forth with the other
+# builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin="$(scripts/cargo-tool.sh cargo-public-api 0.52.0)"
-tools="$(dirname "$(dirname "$bin")")"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/public-api"
+stderr="$(mktemp)"
+trap 'rm -f "$stderr"' EXIT
 
 update=false
 [ "${1:-}" = "--update" ] && update=true
@@ -19,8 +25,8 @@ for crate in tool-service tool-service-macros; do
   list="public-api/$crate.txt"
   # -ss leaves out blanket and auto-trait impls: what the crate itself
   # promises. Every feature is on, so every item is listed.
-  if ! current="$(RUSTC_BOOTSTRAP=1 "$bin" public-api --package "$crate" -ss --all-features 2>"$tools/stderr")"; then
-    cat "$tools/stderr" >&2
+  if ! current="$(RUSTC_BOOTSTRAP=1 "$bin" public-api --package "$crate" -ss --all-features 2>"$stderr")"; then
+    cat "$stderr" >&2
     echo "cargo public-api failed on $crate (above)" >&2
     exit 1
   fi

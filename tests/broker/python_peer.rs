@@ -20,13 +20,7 @@ struct PythonJokeService {
 
 impl PythonJokeService {
     fn start() -> Self {
-        let python = std::env::var("TOOL_SERVICE_PEER_PYTHON").unwrap_or_else(|_| {
-            panic!(
-                "TOOL_SERVICE_PEER_PYTHON is not set: create the Python peer with `scripts/python-peer.sh` \
-                 (it prints the interpreter to use) and export TOOL_SERVICE_PEER_PYTHON=<that path>; \
-                 `scripts/test.sh` does both"
-            )
-        });
+        let python = support::peer_python();
         let script = format!("{}/interop/py_joke_service.py", env!("CARGO_MANIFEST_DIR"));
         let mut child = Command::new(python)
             .args([

@@ -5,6 +5,7 @@
 //! * `features`: what each cargo feature adds to the dependency tree;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
+//! * `registries`: every example binary's registry is valid;
 //! * `suites`: every broker test takes its suite's turn;
 //! * `ui`: the attribute's compile errors and accepted shapes (trybuild);
 //! * `version`: `-V` and `--version` of the examples.
@@ -16,6 +17,7 @@ mod architecture;
 mod features;
 mod fuzz_seeds;
 mod golden;
+mod registries;
 mod suites;
 mod ui;
 mod version;

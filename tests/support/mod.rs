@@ -2,7 +2,7 @@
 //! one), run services in-process or as processes, and talk raw Pulsar.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -20,27 +20,65 @@ pub fn broker_url() -> String {
     std::env::var("PULSAR_URL").unwrap_or_else(|_| String::from("pulsar://127.0.0.1:6650"))
 }
 
-/// The broker URL, after checking that something answers there.
-pub fn require_broker() -> String {
-    let url = broker_url();
+fn answers(url: &str) -> bool {
     let address = url
         .split_once("://")
         .map(|(_, rest)| rest.trim_end_matches('/').to_owned())
         .unwrap_or_default();
-    let reachable = address
+    address
         .to_socket_addrs()
         .ok()
         .and_then(|mut addresses| addresses.next())
-        .is_some_and(|address| {
-            TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok()
-        });
+        .is_some_and(|address| TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_ok())
+}
+
+/// The broker URL, after checking that something answers there. With no
+/// `PULSAR_URL` and nothing on the local broker's port, starts the local
+/// standalone broker (`scripts/pulsar.sh start`, which fetches it from Maven
+/// Central the first time) and leaves it running for the next test binary,
+/// as a test database is left for the next run.
+pub fn require_broker() -> String {
+    static STARTED: std::sync::Mutex<Option<Result<String, String>>> = std::sync::Mutex::new(None);
+    let url = broker_url();
+    if answers(&url) {
+        return url;
+    }
     assert!(
-        reachable,
-        "no Pulsar broker answers at {url}. Start the local one with `scripts/pulsar.sh start` \
-         (it prints the URL), or point PULSAR_URL at a running broker. `scripts/test.sh` starts \
-         and stops the broker by itself."
+        std::env::var_os("PULSAR_URL").is_none(),
+        "no Pulsar broker answers at PULSAR_URL={url}: start that broker, or unset PULSAR_URL \
+         and the tests start the local one (`scripts/pulsar.sh start`)"
     );
-    url
+    let mut started = STARTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let outcome = started.get_or_insert_with(|| {
+        let script = format!("{}/scripts/pulsar.sh", env!("CARGO_MANIFEST_DIR"));
+        // Past the test harness's capture: the start can take minutes the
+        // first time.
+        let _ = writeln!(
+            std::io::stderr(),
+            "no Pulsar broker answers at {url}: starting the local one with `scripts/pulsar.sh \
+             start` (it keeps running; `scripts/pulsar.sh stop` stops it)"
+        );
+        let output = Command::new(&script)
+            .arg("start")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| format!("{script} did not run: {error}"))?;
+        if output.status.success() {
+            Ok(url.clone())
+        } else {
+            Err(format!(
+                "`scripts/pulsar.sh start` failed (it needs Java 17 and Maven, or root to install \
+                 them):\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    });
+    match outcome {
+        Ok(url) => url.clone(),
+        Err(message) => panic!("{message}"),
+    }
 }
 
 pub async fn connect() -> Pulsar<TokioExecutor> {
@@ -129,7 +167,39 @@ impl Drop for InProcess {
     }
 }
 
-/// An example binary, built by `cargo test` next to this test's binary.
+/// The Python peer's interpreter (TrustGraph's packages installed):
+/// `TOOL_SERVICE_PEER_PYTHON`, else the one `scripts/python-peer.sh`
+/// prints, which creates its virtual environment the first time.
+pub fn peer_python() -> String {
+    static PYTHON: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    if let Ok(python) = std::env::var("TOOL_SERVICE_PEER_PYTHON") {
+        return python;
+    }
+    let outcome = PYTHON.get_or_init(|| {
+        let script = format!("{}/scripts/python-peer.sh", env!("CARGO_MANIFEST_DIR"));
+        let output = Command::new(&script)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| format!("{script} did not run: {error}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        match stdout.lines().last() {
+            Some(python) if output.status.success() => Ok(python.to_owned()),
+            _ => Err(format!(
+                "`scripts/python-peer.sh` failed (it needs Python 3 with venv and PyPI), or set \
+                 TOOL_SERVICE_PEER_PYTHON to a Python with trustgraph-base:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )),
+        }
+    });
+    match outcome {
+        Ok(python) => python.clone(),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// An example binary, built by `cargo test` next to this test's binary
+/// (with no target filter: `cargo test --test broker` alone builds none and
+/// runs the ones an earlier build left).
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe
@@ -140,7 +210,7 @@ pub fn example(name: &str) -> PathBuf {
         .join(name);
     assert!(
         path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`, which builds the examples, or `cargo build --examples` first",
+        "{} is missing: run `cargo test` without a target filter, which builds the examples, or `cargo build --examples` first",
         path.display()
     );
     path

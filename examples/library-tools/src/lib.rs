@@ -11,3 +11,11 @@ use tool_service::tool_service;
 pub async fn reverse(text: String) -> String {
     text.chars().rev().collect()
 }
+
+/// The one-line guard: `cargo test` fails, with the message a binary would
+/// print, when a service or tool preset of this crate has a mistake the
+/// compiler cannot see.
+#[test]
+fn tool_services_are_valid() {
+    tool_service::Registry::collect().unwrap();
+}
