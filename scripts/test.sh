@@ -12,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/phase.sh
 
-phase "toolchain: $(rustc --version)"
-phase "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes"
+echo "==> toolchain: $(rustc --version)" >&2
+echo "==> disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes" >&2
 # A CI build is not edited and rebuilt: incremental compilation data would
 # only take disk space.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
@@ -39,7 +39,8 @@ background() {
   jobs_pids+=($!)
   eval "job_$name=$!"
 }
-# Waits for a background job; its standard output's last line is its result.
+# Waits for a background job (in this shell: a subshell cannot wait for it)
+# and sets `result` to the last line of its standard output.
 await() {
   local name="$1" pid
   pid="$(eval "echo \$job_$name")"
@@ -48,7 +49,7 @@ await() {
     echo "test.sh: preparing $name failed (above)" >&2
     exit 1
   fi
-  tail -n 1 "$logs/$name.out"
+  result="$(tail -n 1 "$logs/$name.out")"
 }
 
 if [ -z "${PULSAR_URL:-}" ]; then
@@ -75,12 +76,15 @@ phase "build the tests and examples"
 cargo test --workspace --locked --no-run
 
 phase "broker, Python peer and conformance suite"
-if $started_broker; then PULSAR_URL="$(await broker)"; fi
+if $started_broker; then
+  await broker
+  PULSAR_URL="$result"
+fi
 export PULSAR_URL
 echo "==> Pulsar broker: $PULSAR_URL" >&2
-TOOL_SERVICE_PEER_PYTHON="$(await peer)"
-export TOOL_SERVICE_PEER_PYTHON
-await conformance >/dev/null
+await peer
+export TOOL_SERVICE_PEER_PYTHON="$result"
+await conformance
 
 phase "unit, doc, ui and integration tests"
 cargo test --workspace --locked
