@@ -87,7 +87,7 @@ export TOOL_SERVICE_PEER_PYTHON="$result"
 await conformance
 
 phase "unit, doc, ui and integration tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 phase "interop with TrustGraph's Python code, the Python MCP SDK and the MCP conformance suite"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"

@@ -204,12 +204,15 @@ async fn requests_a_killed_replica_held_are_redelivered_and_answered_once() {
         async move {
             let text = format!("durable {n}");
             let answer = client
-                .call(&json!({}), &json!({"text": text, "delay_ms": 2000}))
+                .call(&json!({}), &json!({"text": text, "delay_ms": 4000}))
                 .await;
             (text, answer)
         }
     });
-    // Killed while it holds requests it has not answered (each takes 2 s).
+    // Killed while it holds requests it has not answered (each takes 4 s:
+    // room for a loaded machine's scrapes, since a request the replica
+    // answered before its kill but whose acknowledgement died with it is
+    // redelivered and answered twice, as at-least-once delivery allows).
     let kill = async {
         let in_flight = r#"tg_tool_service_in_flight{processor="durable-echo-service"}"#;
         support::wait_until(
@@ -236,7 +239,12 @@ async fn requests_a_killed_replica_held_are_redelivered_and_answered_once() {
         assert!(frame.end_of_stream && frame.error.is_none(), "{frame:?}");
         *seen.entry(id.unwrap()).or_default() += 1;
     }
-    assert_eq!(seen.len(), REQUESTS, "every id answered");
+    let twice: Vec<_> = seen.iter().filter(|(_, count)| **count > 1).collect();
+    assert_eq!(
+        seen.len(),
+        REQUESTS,
+        "every id answered once; answered more than once: {twice:?}"
+    );
     watch.assert_quiet("the last answer").await;
     drop(survivor);
 }

@@ -41,7 +41,8 @@ impl log::Log for ClientLog {
 /// - While the broker is away, the connection, its manager, topic lookups
 ///   and retries log a line or two per attempt, at WARN and ERROR; a clean
 ///   shutdown after a broker restart logs an ERROR per producer
-///   (`could not close producer …: Disconnected`).
+///   (`could not close producer …: Disconnected`), and a consumer whose
+///   connection closed first logs one too (`could not close consumer …`).
 ///
 /// `serve` probes the connection itself and logs one WARN line when it is
 /// lost and one INFO line when it is back (`serve/connection.rs`), so all
@@ -58,9 +59,11 @@ fn level_of(level: log::Level, target: &str, message: &str) -> tracing::Level {
         // Producers and consumers moving to the new connection.
         || (target.starts_with("pulsar::producer") || target.starts_with("pulsar::consumer"))
             && message.starts_with("reconnecting ")
-        // At shutdown, a producer of a connection the broker restart
-        // replaced: nothing is left to close.
-        || (target == "pulsar::producer" && message.starts_with("could not close producer"));
+        // At shutdown, a producer or consumer whose connection is gone (a
+        // broker restart replaced it, or it closed first): nothing is left
+        // to close. `serve` logs the close's error itself, at debug.
+        || (target == "pulsar::producer" && message.starts_with("could not close producer"))
+        || (target == "pulsar::consumer::engine" && message.starts_with("could not close consumer"));
     match level {
         _ if reconnecting => tracing::Level::DEBUG,
         log::Level::Error => tracing::Level::ERROR,
@@ -97,6 +100,11 @@ mod tests {
                 log::Level::Error,
                 "pulsar::consumer::engine",
                 "Broker notification of closed consumer 0: [..]",
+            ),
+            (
+                log::Level::Error,
+                "pulsar::consumer::engine",
+                "could not close consumer Some(\"consumer_x\")(0) for topic t: Disconnected",
             ),
         ] {
             assert_eq!(
