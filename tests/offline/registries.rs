@@ -30,7 +30,7 @@ fn every_example_lists_its_services() {
             "{name} list: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        assert!(stdout.contains("-service"), "{name} list: {stdout}");
+        assert!(stdout.contains("\n  request   "), "{name} list: {stdout}");
     }
 }
 
