@@ -39,9 +39,13 @@ for crate in "tool-service --no-default-features" library-tools; do
   fi
 done
 
+# The benchmarks build (the test command type-checks them with clippy;
+# scripts/bench.sh runs them).
+phase "benchmarks and fuzz targets"
+cargo build --workspace --benches --locked
+
 # The fuzz targets build (their invariants run on the seeds in
 # tests/offline/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
-phase "fuzz targets"
 cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 
 phase "packages of tool-service-macros and tool-service"
