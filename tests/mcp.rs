@@ -153,7 +153,7 @@ struct Connected {
 
 async fn connect() -> Connected {
     let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::new("mcp-tests", "1.2.3"));
+    let server = McpServer::new(registry, McpOptions::new("mcp-tests", "1.2.3")).unwrap();
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let serving = server.clone();
     tokio::spawn(async move {
@@ -483,7 +483,7 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
     use tokio::io::AsyncWriteExt;
     let _turn = HOLDING.lock().await;
     let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default());
+    let server = McpServer::new(registry, McpOptions::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let serving = server.clone();

@@ -138,7 +138,9 @@ pub mod __private;
 pub use cli::{App, HookError};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-pub use registry::{MissingServices, MissingState, Problem, Registry, RegistryError, UnknownName};
+pub use registry::{
+    MissingServices, MissingState, Problem, Registry, RegistryError, SelectError, UnknownName,
+};
 pub use response::response_text;
 pub use spec::Service;
 pub use state::State;

@@ -260,6 +260,55 @@ impl Registry {
         }
     }
 
+    /// The services a transport serves: every one, or those `only` names
+    /// (in that order), each with the `#[state]` it takes. `serve` and
+    /// [`McpServer::new`](crate::mcp::McpServer::new) both start here.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, Registry, SelectError};
+    ///
+    /// /// Say hello.
+    /// #[tool_service(topic = "hello")]
+    /// async fn hello() -> &'static str {
+    ///     "hello"
+    /// }
+    ///
+    /// let registry = Registry::collect().unwrap();
+    /// assert_eq!(registry.select(&[]).unwrap().len(), 1);
+    /// let unknown = registry.select(&["helo-service".to_owned()]).unwrap_err();
+    /// assert!(matches!(unknown, SelectError::UnknownService { .. }));
+    /// assert_eq!(
+    ///     unknown.to_string(),
+    ///     "no service `helo-service` in this binary (known: hello-service)"
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    /// [`SelectError`]: no services at all, an id this binary does not
+    /// have, or a `#[state]` value that was never provided.
+    pub fn select(&self, only: &[String]) -> Result<Vec<Service>, SelectError> {
+        if self.services.is_empty() {
+            return Err(SelectError::NothingToServe);
+        }
+        let selected = if only.is_empty() {
+            self.services.clone()
+        } else {
+            only.iter()
+                .map(|id| self.service(id).ok_or_else(|| self.unknown_service(id)))
+                .collect::<Result<_, _>>()?
+        };
+        self.check_state(selected.iter().copied())?;
+        Ok(selected)
+    }
+
+    /// The refusal of an id this binary does not have, naming those it has.
+    pub(crate) fn unknown_service(&self, id: &str) -> SelectError {
+        SelectError::UnknownService {
+            id: id.to_owned(),
+            known: crate::known::list(self.services.iter().map(|service| service.id())),
+        }
+    }
+
     /// The services, ordered by id.
     pub fn services(&self) -> &[Service] {
         &self.services
@@ -360,6 +409,26 @@ impl Registry {
             Err(never) => match never {},
         }
     }
+}
+
+/// Why a transport cannot serve what it was asked to ([`Registry::select`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    /// The binary has no services at all.
+    #[error("no tool services are registered in this binary; a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs")]
+    NothingToServe,
+    /// An id asked for that the binary does not have.
+    #[error("no service `{id}` in this binary (known: {known})")]
+    UnknownService {
+        /// The id asked for.
+        id: String,
+        /// The ids there are.
+        known: String,
+    },
+    /// A `#[state]` value a selected service takes was never provided.
+    #[error(transparent)]
+    MissingState(#[from] MissingState),
 }
 
 /// Services a binary was expected to have and does not.
@@ -551,6 +620,34 @@ mod tests {
                 "tool name `first-tool` is defined twice: by tests::f (src/x.rs:1) and by tests::f (src/x.rs:2)",
                 "request queue `non-persistent://tg/request/one` is used twice: by tests::f (src/x.rs:1) and by tests::f (src/x.rs:3)",
             ]
+        );
+    }
+
+    #[test]
+    fn selection_is_every_service_or_those_named_and_refuses_the_rest() {
+        let registry = Registry::from_services(services(&[&CUSTOM, &FIRST])).unwrap();
+        let ids = |selected: Vec<Service>| -> Vec<&'static str> {
+            selected.iter().map(|service| service.id()).collect()
+        };
+        assert_eq!(ids(registry.select(&[]).unwrap()), ["custom", "first"]);
+        let named = [String::from("first"), String::from("custom")];
+        assert_eq!(ids(registry.select(&named).unwrap()), ["first", "custom"]);
+        let unknown = registry.select(&[String::from("frist")]).unwrap_err();
+        assert_eq!(
+            unknown,
+            SelectError::UnknownService {
+                id: String::from("frist"),
+                known: crate::known::list(["custom", "first"]),
+            }
+        );
+        let empty = Registry::from_services([])
+            .unwrap()
+            .select(&[])
+            .unwrap_err();
+        assert_eq!(empty, SelectError::NothingToServe);
+        assert!(
+            empty.to_string().contains("add `use my_tools as _;`"),
+            "{empty}"
         );
     }
 

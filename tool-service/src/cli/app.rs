@@ -71,7 +71,13 @@ const RUNS_HANDLERS: [&str; 3] = ["serve", "call", "mcp"];
 ///
 /// ```
 /// use std::path::PathBuf;
-/// use tool_service::{App, State};
+/// use tool_service::{tool_service, App, State};
+///
+/// /// Close a ticket.
+/// #[tool_service(topic = "close-ticket")]
+/// async fn close_ticket(#[state] db: &PathBuf) -> String {
+///     format!("closed in {}", db.display())
+/// }
 ///
 /// #[derive(clap::Args)]
 /// struct Settings {
@@ -475,7 +481,13 @@ impl<A: 'static> App<A> {
                 return Err(ExitCode::from(error.exit_code().clamp(0, 255) as u8));
             }
         };
+        // A binary with no services at all is refused by every command: most
+        // often a library crate of services that the binary never names.
         let registry = match Registry::collect() {
+            Ok(registry) if registry.services().is_empty() => {
+                let _ = writeln!(err, "error: {}", crate::SelectError::NothingToServe);
+                return Err(ExitCode::FAILURE);
+            }
             Ok(registry) => registry,
             Err(error) => {
                 let _ = writeln!(err, "error: {error}");

@@ -140,8 +140,7 @@ pub(super) fn prepare(
         .chain(args.timeout.iter().filter_map(|(id, _)| id.as_ref()))
     {
         if registry.service(id).is_none() {
-            let known = crate::known::list(registry.services().iter().map(|service| service.id()));
-            return Err(format!("no service `{id}` in this binary (known: {known})").into());
+            return Err(registry.unknown_service(id).into());
         }
     }
     let grace_period = Duration::from_secs(args.grace_period);
@@ -156,12 +155,7 @@ pub(super) fn prepare(
 /// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
 /// SIGTERM.
 pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
-    let selected = registry.services().iter().copied().filter(|service| {
-        run.options.only.is_empty() || run.options.only.iter().any(|id| id == service.id())
-    });
-    registry.check_state(selected)?;
-    let registry = Arc::new(registry.clone());
-    let server = McpServer::new(registry, run.options);
+    let server = McpServer::new(Arc::new(registry.clone()), run.options)?;
     match run.listen {
         None => {
             crate::mcp::serve_stdio(server, run.grace_period, super::shutdown_signal()).await?;

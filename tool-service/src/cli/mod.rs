@@ -486,9 +486,6 @@ fn descriptors(
 }
 
 fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
-    if registry.services().is_empty() {
-        writeln!(out, "no tool services are registered in this binary")?;
-    }
     for service in registry.services() {
         writeln!(out, "{}", service.id())?;
         writeln!(out, "  request   {}", service.request_queue())?;

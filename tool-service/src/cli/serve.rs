@@ -289,7 +289,7 @@ async fn serve_with_mcp(
     let mut options = options.clone();
     options.shared_metrics = Some(metrics);
     let options = &options;
-    let server = crate::mcp::McpServer::new(std::sync::Arc::new(registry.clone()), server);
+    let server = crate::mcp::McpServer::new(std::sync::Arc::new(registry.clone()), server)?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let stopped_when = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stopped.wait_for(|stop| *stop).await;

@@ -8,7 +8,7 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = Arc::new(tool_service::Registry::collect()?);
-//! let server = McpServer::new(registry, McpOptions::default());
+//! let server = McpServer::new(registry, McpOptions::default())?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
 //! mcp::serve_http(server, listener, HttpOptions::default(), async {
 //!     tokio::signal::ctrl_c().await.unwrap()
@@ -208,7 +208,8 @@ impl std::fmt::Debug for McpServer {
 
 impl McpServer {
     /// The server of every tool of `registry` (or of the services in
-    /// `options.only`).
+    /// `options.only`), refused as `serve` refuses them
+    /// ([`Registry::select`](crate::Registry::select)).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -223,14 +224,29 @@ impl McpServer {
     ///     text.to_uppercase()
     /// }
     ///
-    /// let server = McpServer::new(Arc::new(Registry::collect().unwrap()), McpOptions::default());
+    /// let registry = Arc::new(Registry::collect().unwrap());
+    /// let server = McpServer::new(Arc::clone(&registry), McpOptions::default()).unwrap();
     /// let tool = server.tool("shout").unwrap();
     /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
+    ///
+    /// let mut options = McpOptions::default();
+    /// options.only = vec!["shuot-service".to_owned()];
+    /// let refused = McpServer::new(registry, options).unwrap_err();
+    /// assert_eq!(
+    ///     refused.to_string(),
+    ///     "no service `shuot-service` in this binary (known: shout-service)"
+    /// );
     /// ```
-    pub fn new(registry: Arc<Registry>, options: McpOptions) -> Self {
-        let services = options
-            .only
+    ///
+    /// # Errors
+    /// [`SelectError`](crate::SelectError): no services at all, an id in
+    /// `options.only` this binary does not have, or a `#[state]` value a
+    /// selected service takes that was never provided.
+    pub fn new(registry: Arc<Registry>, options: McpOptions) -> Result<Self, crate::SelectError> {
+        let services = registry
+            .select(&options.only)?
             .iter()
+            .map(|service| service.id())
             .collect::<std::collections::HashSet<_>>();
         let mut permits: HashMap<&'static str, Arc<Semaphore>> = HashMap::new();
         let mut tools = Vec::new();
@@ -238,7 +254,7 @@ impl McpServer {
             let Some((service, _)) = registry.tool(name) else {
                 continue;
             };
-            if !services.is_empty() && !services.contains(&service.id().to_owned()) {
+            if !services.contains(service.id()) {
                 continue;
             }
             let arguments = (service.spec().arguments_schema)().to_value();
@@ -283,7 +299,7 @@ impl McpServer {
             .enumerate()
             .map(|(at, tool)| (tool.tool.name.to_string(), at))
             .collect();
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 registry,
                 info: Implementation::new(options.name, options.version),
@@ -293,7 +309,7 @@ impl McpServer {
                 closing: AtomicBool::new(false),
                 idle: Notify::new(),
             }),
-        }
+        })
     }
 
     /// The MCP tool of this name, as `tools/list` shows it.
@@ -587,6 +603,53 @@ pub async fn serve_stdio(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads a shared number.
+    #[crate::tool_service(topic = "mcp-tests-stateful")]
+    async fn shared_number(#[state] number: &u16) -> u16 {
+        *number
+    }
+
+    #[test]
+    fn a_server_is_refused_at_start_as_serve_refuses() {
+        let registry = Arc::new(Registry::collect().unwrap());
+        let options = McpOptions {
+            only: vec![String::from("mcp-tests-stateful-service")],
+            ..McpOptions::default()
+        };
+        match McpServer::new(Arc::clone(&registry), options.clone()) {
+            Err(crate::SelectError::MissingState(missing)) => assert!(
+                missing
+                    .to_string()
+                    .contains("service `mcp-tests-stateful-service` takes a `u16`"),
+                "{missing}"
+            ),
+            other => panic!("expected MissingState, got {:?}", other.err()),
+        }
+        let provided = registry
+            .as_ref()
+            .clone()
+            .with_state(crate::State::new().with(7_u16));
+        let server = McpServer::new(Arc::new(provided), options).unwrap();
+        let service = registry.service("mcp-tests-stateful-service").unwrap();
+        for name in service.tool_names() {
+            assert!(server.tool(name).is_some(), "{name}");
+        }
+
+        let unknown = McpOptions {
+            only: vec![String::from("mcp-tests-statefull-service")],
+            ..McpOptions::default()
+        };
+        assert!(matches!(
+            McpServer::new(Arc::clone(&registry), unknown),
+            Err(crate::SelectError::UnknownService { .. })
+        ));
+        let empty = Arc::new(Registry::from_services([]).unwrap());
+        assert!(matches!(
+            McpServer::new(empty, McpOptions::default()),
+            Err(crate::SelectError::NothingToServe)
+        ));
+    }
 
     #[test]
     fn text_results_are_text_only_and_never_empty() {

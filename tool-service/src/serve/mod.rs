@@ -28,27 +28,17 @@ pub use options::{
 };
 
 use crate::metrics::Metrics;
-use crate::{registry::Registry, spec::Service};
+use crate::registry::Registry;
 use worker::{Limits, PulsarWorker};
 
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    /// A service to serve takes `#[state]` that was never provided.
+    /// The services asked for cannot be served: none at all, an unknown id
+    /// (in `only` or a per-service timeout), or `#[state]` never provided.
     #[error(transparent)]
-    MissingState(#[from] crate::registry::MissingState),
-    /// `--only` named a service this binary does not have.
-    #[error("no service `{id}` in this binary (known: {known})")]
-    UnknownService {
-        /// The id asked for.
-        id: String,
-        /// The ids there are.
-        known: String,
-    },
-    /// Nothing to serve.
-    #[error("no tool services are registered in this binary")]
-    NothingToServe,
+    Select(#[from] crate::registry::SelectError),
     /// The broker could not be reached before shutdown, or refused this
     /// process.
     #[error("cannot connect to the Pulsar broker at {url}: {source}")]
@@ -255,11 +245,10 @@ impl Serving {
         options: &ServeOptions,
         give_up: impl Future<Output = ()>,
     ) -> Result<Self, ServeError> {
-        let services = select_services(registry, &options.only)?;
-        registry.check_state(services.iter().copied())?;
+        let services = registry.select(&options.only)?;
         for (id, _) in &options.service_timeouts {
             if registry.service(id).is_none() {
-                return Err(unknown_service(registry, id));
+                return Err(registry.unknown_service(id).into());
             }
         }
         if let Some(warning) = options.broker.cleartext_token_warning() {
@@ -453,29 +442,6 @@ impl Serving {
     }
 }
 
-fn select_services(registry: &Registry, only: &[String]) -> Result<Vec<Service>, ServeError> {
-    if registry.services().is_empty() {
-        return Err(ServeError::NothingToServe);
-    }
-    if only.is_empty() {
-        return Ok(registry.services().to_vec());
-    }
-    only.iter()
-        .map(|id| {
-            registry
-                .service(id)
-                .ok_or_else(|| unknown_service(registry, id))
-        })
-        .collect()
-}
-
-fn unknown_service(registry: &Registry, id: &str) -> ServeError {
-    ServeError::UnknownService {
-        id: id.to_owned(),
-        known: crate::known::list(registry.services().iter().map(|service| service.id())),
-    }
-}
-
 /// Completes once a stop has been requested (or can no longer be).
 async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
     loop {
@@ -501,11 +467,21 @@ mod tests {
         send(serve(registry, options, async {}));
     }
 
-    #[test]
-    fn an_empty_registry_has_nothing_to_serve() {
+    #[tokio::test]
+    async fn an_empty_registry_is_refused_before_connecting() {
         let registry = Registry::from_services([]).unwrap();
-        let error = select_services(&registry, &[]).unwrap_err();
-        assert!(matches!(error, ServeError::NothingToServe));
+        let options = ServeOptions::new("pulsar://127.0.0.1:9");
+        let started = Serving::start(&registry, &options, std::future::pending()).await;
+        assert!(
+            matches!(
+                started,
+                Err(ServeError::Select(
+                    crate::registry::SelectError::NothingToServe
+                ))
+            ),
+            "{:?}",
+            started.err()
+        );
     }
 
     #[tokio::test]
@@ -538,12 +514,14 @@ mod tests {
         options.only = vec![String::from("serve-tests-stateful-service")];
         let started = Serving::start(&registry, &options, std::future::pending()).await;
         match started {
-            Err(ServeError::MissingState(missing)) => assert!(
-                missing
-                    .to_string()
-                    .contains("service `serve-tests-stateful-service` takes a `u8`"),
-                "{missing}"
-            ),
+            Err(ServeError::Select(crate::registry::SelectError::MissingState(missing))) => {
+                assert!(
+                    missing
+                        .to_string()
+                        .contains("service `serve-tests-stateful-service` takes a `u8`"),
+                    "{missing}"
+                )
+            }
             other => panic!("expected MissingState, got {other:?}"),
         }
     }
