@@ -485,7 +485,11 @@ impl<A: 'static> App<A> {
         // often a library crate of services that the binary never names.
         let registry = match Registry::collect() {
             Ok(registry) if registry.services().is_empty() => {
-                let _ = writeln!(err, "error: {}", crate::SelectError::NothingToServe);
+                let _ = writeln!(
+                    err,
+                    "error: {}",
+                    crate::registry::SelectError::NothingToServe
+                );
                 return Err(ExitCode::FAILURE);
             }
             Ok(registry) => registry,

@@ -136,13 +136,7 @@ impl McpOptions {
     }
 
     fn timeout_of(&self, service: Service) -> Duration {
-        self.service_timeouts
-            .iter()
-            .rev()
-            .find(|(id, _)| id == service.id())
-            .map(|(_, limit)| *limit)
-            .or_else(|| service.timeout())
-            .unwrap_or(self.timeout)
+        dispatch::timeout_of(service, &self.service_timeouts, self.timeout)
     }
 }
 
@@ -242,7 +236,10 @@ impl McpServer {
     /// [`SelectError`](crate::SelectError): no services at all, an id in
     /// `options.only` this binary does not have, or a `#[state]` value a
     /// selected service takes that was never provided.
-    pub fn new(registry: Arc<Registry>, options: McpOptions) -> Result<Self, crate::SelectError> {
+    pub fn new(
+        registry: Arc<Registry>,
+        options: McpOptions,
+    ) -> Result<Self, crate::registry::SelectError> {
         let services = registry
             .select(&options.only)?
             .iter()
@@ -269,11 +266,7 @@ impl McpServer {
             if let Some(output) = output.as_ref().and_then(schema::output_schema) {
                 tool = tool.with_raw_output_schema(Arc::new(output));
             }
-            let concurrency = options
-                .concurrency
-                .or(service.concurrency())
-                .unwrap_or(dispatch::DEFAULT_CONCURRENCY)
-                .max(1);
+            let concurrency = dispatch::concurrency_of(service, options.concurrency);
             let permits = Arc::clone(
                 permits
                     .entry(service.id())
@@ -618,7 +611,7 @@ mod tests {
             ..McpOptions::default()
         };
         match McpServer::new(Arc::clone(&registry), options.clone()) {
-            Err(crate::SelectError::MissingState(missing)) => assert!(
+            Err(crate::registry::SelectError::MissingState(missing)) => assert!(
                 missing
                     .to_string()
                     .contains("service `mcp-tests-stateful-service` takes a `u16`"),
@@ -642,12 +635,12 @@ mod tests {
         };
         assert!(matches!(
             McpServer::new(Arc::clone(&registry), unknown),
-            Err(crate::SelectError::UnknownService { .. })
+            Err(crate::registry::SelectError::UnknownService { .. })
         ));
         let empty = Arc::new(Registry::from_services([]).unwrap());
         assert!(matches!(
             McpServer::new(empty, McpOptions::default()),
-            Err(crate::SelectError::NothingToServe)
+            Err(crate::registry::SelectError::NothingToServe)
         ));
     }
 

@@ -177,21 +177,12 @@ impl ServeOptions {
     /// assert_eq!(options.timeout_of(service), Duration::from_secs(1));
     /// ```
     pub fn timeout_of(&self, service: Service) -> Duration {
-        self.service_timeouts
-            .iter()
-            .rev()
-            .find(|(id, _)| id == service.id())
-            .map(|(_, limit)| *limit)
-            .or(service.timeout())
-            .unwrap_or(self.timeout)
+        crate::dispatch::timeout_of(service, &self.service_timeouts, self.timeout)
     }
 
     /// The concurrency a service runs with.
     pub fn concurrency_of(&self, service: Service) -> usize {
-        self.concurrency
-            .or(service.concurrency())
-            .unwrap_or(DEFAULT_CONCURRENCY)
-            .max(1)
+        crate::dispatch::concurrency_of(service, self.concurrency)
     }
 
     /// The receive window a service runs with.
