@@ -26,6 +26,7 @@ pub const DEFAULT_CONCURRENCY: usize = 64;
 
 /// The timeout `service` runs with, on either transport: the last of
 /// `overrides` that names it, else its attribute's, else `default`.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 pub(crate) fn timeout_of(
     service: Service,
     overrides: &[(String, Duration)],
@@ -42,6 +43,7 @@ pub(crate) fn timeout_of(
 
 /// The requests `service` handles at once, on either transport: `flag`,
 /// else its attribute's, else [`DEFAULT_CONCURRENCY`]; at least one.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 pub(crate) fn concurrency_of(service: Service, flag: Option<usize>) -> usize {
     flag.or(service.concurrency())
         .unwrap_or(DEFAULT_CONCURRENCY)
