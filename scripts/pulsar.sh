@@ -71,7 +71,7 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
     _APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >&2
 }
 
 need_runtime() {

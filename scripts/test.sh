@@ -65,7 +65,7 @@ background conformance scripts/mcp-conformance.sh list --server
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq openssl
 fi
 
 phase "format and lints"
