@@ -94,6 +94,20 @@ impl Budget {
     }
 }
 
+/// A size as a refusal says it: whole MiB, else whole KiB, else bytes,
+/// rounded up (a budget under a MiB reads "512 KiB", never "0 MiB").
+pub(super) fn size_text(bytes: usize) -> String {
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
+    if bytes >= MIB {
+        format!("{} MiB", bytes.div_ceil(MIB))
+    } else if bytes >= KIB {
+        format!("{} KiB", bytes.div_ceil(KIB))
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 /// A request held against the budget; its bytes are released when it is
 /// dropped.
 #[derive(Debug)]
@@ -121,6 +135,14 @@ impl<M> Drop for Held<M> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn sizes_read_in_the_largest_whole_unit_rounded_up() {
+        assert_eq!(size_text(64 * 1024 * 1024), "64 MiB");
+        assert_eq!(size_text(64 * 1024 * 1024 + 1), "65 MiB");
+        assert_eq!(size_text(512 * 1024), "512 KiB");
+        assert_eq!(size_text(1000), "1000 bytes");
+    }
 
     #[test]
     fn held_bytes_are_released_when_dropped() {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{watch, Mutex};
 
-use super::budget::{Budget, Held};
+use super::budget::{size_text, Budget, Held};
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
 use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
@@ -316,9 +316,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     let error = ToolError::with_type(
                         ToolError::OVERLOADED,
                         format!(
-                            "the service holds as many requests as its memory budget allows ({} of {} MiB); try again later",
-                            self.budget.held().div_ceil(1 << 20),
-                            self.budget.limit() >> 20
+                            "the service holds as many requests as its memory budget allows ({} of {}); try again later",
+                            size_text(self.budget.held()),
+                            size_text(self.budget.limit())
                         ),
                     );
                     self.take(message, Some(error)).await;
