@@ -199,7 +199,7 @@ async fn it_flow_stuck() -> String {
 async fn the_grace_period_abandons_what_still_runs() {
     let _suite = support::suite(module_path!());
     let served = support::InProcess::start_with(&["it-flow-stuck-service"], |options| {
-        options.grace_period = Duration::from_millis(300);
+        options.host.grace_period = Duration::from_millis(300);
     })
     .await;
     let client = support::client_on(
@@ -441,7 +441,7 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
             runtime.block_on(async {
                 let registry = tool_service::Registry::collect().unwrap();
                 let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
-                options.only = vec![
+                options.host.only = vec![
                     String::from("it-flow-where-service"),
                     String::from("it-flow-where-slow-service"),
                 ];

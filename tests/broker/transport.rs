@@ -345,7 +345,7 @@ async fn unknown_services_are_refused_before_connecting() {
     let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
     let mut options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:9");
-    options.only = vec![String::from("no-such-service")];
+    options.host.only = vec![String::from("no-such-service")];
     let error = tool_service::serve::serve(&registry, &options, std::future::pending())
         .await
         .unwrap_err();
@@ -362,7 +362,7 @@ async fn serve_returns_after_its_shutdown_future_completes() {
     let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
     let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
-    options.only = vec![String::from("it-echo-service")];
+    options.host.only = vec![String::from("it-echo-service")];
     let started = std::time::Instant::now();
     let reports = tokio::time::timeout(
         Duration::from_secs(20),

@@ -134,7 +134,7 @@ impl InProcess {
     pub async fn start_with(only: &[&str], configure: impl FnOnce(&mut ServeOptions)) -> Self {
         let registry = Registry::collect().expect("a valid registry");
         let mut options = ServeOptions::new(require_broker());
-        options.only = only.iter().map(|id| (*id).to_owned()).collect();
+        options.host.only = only.iter().map(|id| (*id).to_owned()).collect();
         configure(&mut options);
         let serving = Serving::start(&registry, &options, std::future::pending())
             .await

@@ -9,6 +9,7 @@
 //!     subscription = "…",                   // default "{id}-request"
 //!     concurrency = 8,                      // at least 1
 //!     timeout = "30s",                      // per request: ms, s, m or h
+//!     rate = "100/s",                       // calls per replica per s, m or h
 //!     strict,                               // arguments decode as the type says, no coercion
 //!     tool(                                 // repeatable
 //!         name = "tell-joke",
@@ -35,7 +36,7 @@ use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::key::written;
 
 /// The keys of the attribute.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "topic",
     "id",
     "request_queue",
@@ -43,6 +44,7 @@ const KEYS: [&str; 10] = [
     "subscription",
     "concurrency",
     "timeout",
+    "rate",
     "strict",
     "tool",
     "crate",
@@ -71,6 +73,7 @@ pub(crate) struct ServiceAttr {
     pub(crate) subscription: Option<LitStr>,
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) timeout: Option<LitStr>,
+    pub(crate) rate: Option<LitStr>,
     /// `strict`: no coercion of the LLM's arguments.
     pub(crate) strict: Option<syn::Path>,
     pub(crate) tools: Vec<ToolAttr>,
@@ -227,6 +230,10 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
         } else if path.is_ident("timeout") {
             if let Some(lit) = string_value(&meta, "timeout", "30s", errors)? {
                 set_once(&mut attr.timeout, lit, &path, errors);
+            }
+        } else if path.is_ident("rate") {
+            if let Some(lit) = string_value(&meta, "rate", "100/s", errors)? {
+                set_once(&mut attr.rate, lit, &path, errors);
             }
         } else if path.is_ident("strict") {
             if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {

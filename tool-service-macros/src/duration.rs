@@ -27,9 +27,73 @@ pub(crate) fn parse_millis(text: &str) -> Result<u64, &'static str> {
     }
 }
 
+/// A rate as the attribute writes it (`rate = "100/s"`): a whole number of
+/// calls, `/`, and `s`, `m` or `h`; the count and the unit. The error
+/// completes a sentence that starts with the key. `--rate` and `Rate`'s
+/// `FromStr` in the runtime read rates by the same rules (`RATE_CASES`).
+pub(crate) fn parse_rate(text: &str) -> Result<(u32, char), &'static str> {
+    const PROBLEM: &str = "must be a whole number of calls per `s`, `m` or `h`, e.g. `100/s`";
+    let (calls, unit) = text.split_once('/').ok_or(PROBLEM)?;
+    if calls.is_empty() || !calls.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(PROBLEM);
+    }
+    let unit = match unit {
+        "s" => 's',
+        "m" => 'm',
+        "h" => 'h',
+        _ => return Err(PROBLEM),
+    };
+    match calls.parse::<u32>() {
+        Ok(0) => Err("must allow at least one call, e.g. `100/s`"),
+        Ok(calls) => Ok((calls, unit)),
+        Err(_) => Err("is too high: at most 4294967295 calls per period"),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::parse_millis;
+    use super::{parse_millis, parse_rate};
+
+    /// Rate texts and what they read as: `Some((calls, unit))`, or `None`
+    /// when rejected. The runtime's `Rate` is tested against this table.
+    pub(crate) const RATE_CASES: &[(&str, Option<(u32, char)>)] = &[
+        ("100/s", Some((100, 's'))),
+        ("1/s", Some((1, 's'))),
+        ("30/m", Some((30, 'm'))),
+        ("5000/h", Some((5000, 'h'))),
+        ("007/s", Some((7, 's'))),
+        ("4294967295/h", Some((u32::MAX, 'h'))),
+        ("0/s", None),
+        ("", None),
+        ("100", None),
+        ("100/", None),
+        ("/s", None),
+        ("100/d", None),
+        ("100/sec", None),
+        ("100/S", None),
+        ("-1/s", None),
+        ("+1/s", None),
+        ("1.5/s", None),
+        (" 1/s", None),
+        ("1 /s", None),
+        ("1/ s", None),
+        ("4294967296/s", None),
+    ];
+
+    #[test]
+    fn rates_read_as_the_shared_table_says() {
+        for &(text, expected) in RATE_CASES {
+            assert_eq!(parse_rate(text).ok(), expected, "{text:?}");
+        }
+        assert_eq!(
+            parse_rate("0/m"),
+            Err("must allow at least one call, e.g. `100/s`")
+        );
+        assert_eq!(
+            parse_rate("100 per second"),
+            Err("must be a whole number of calls per `s`, `m` or `h`, e.g. `100/s`")
+        );
+    }
 
     /// Duration texts and what they read as: `Some(milliseconds)`, or `None`
     /// when rejected. The runtime's duration parser is tested against a copy

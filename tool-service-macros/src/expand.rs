@@ -411,6 +411,17 @@ fn glue(service: &Service) -> TokenStream {
         Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
     };
+    let rate = match service.rate {
+        Some((calls, unit)) => {
+            let constructor = match unit {
+                's' => quote!(per_second),
+                'm' => quote!(per_minute),
+                _ => quote!(per_hour),
+            };
+            quote!(::core::option::Option::Some(#krate::Rate::#constructor(#calls)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let streaming = params.stream.is_some();
     let tolerant = !service.strict;
     let takes_context = params.context.is_some();
@@ -505,6 +516,7 @@ fn glue(service: &Service) -> TokenStream {
                     subscription: #subscription,
                     concurrency: #concurrency,
                     timeout: #timeout,
+                    rate: #rate,
                     streaming: #streaming,
                     takes_context: #takes_context,
                     tools: &[#(#tools),*],

@@ -194,6 +194,8 @@ pub(crate) struct Service {
     pub(crate) concurrency: Option<usize>,
     /// Per-request timeout in milliseconds.
     pub(crate) timeout_ms: Option<u64>,
+    /// Calls per replica: the count and the unit (`s`, `m` or `h`).
+    pub(crate) rate: Option<(u32, char)>,
     /// Whether the LLM's arguments decode without coercion.
     pub(crate) strict: bool,
     pub(crate) params: Params,
@@ -375,6 +377,16 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
                 None
             }
         });
+    let rate = attr
+        .rate
+        .as_ref()
+        .and_then(|lit| match crate::duration::parse_rate(&lit.value()) {
+            Ok(rate) => Some(rate),
+            Err(problem) => {
+                errors.spanned(lit, format_args!("`rate` {problem}"));
+                None
+            }
+        });
 
     let doc = Doc::from_attrs(&function.attrs);
     let documented = doc.arguments();
@@ -396,6 +408,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
         subscription,
         concurrency,
         timeout_ms,
+        rate,
         strict: attr.strict.is_some(),
         params,
         output,

@@ -24,32 +24,6 @@ use crate::{context::Context, error::ToolError};
 /// piling up unbounded work and memory.
 pub const DEFAULT_CONCURRENCY: usize = 64;
 
-/// The timeout `service` runs with, on either transport: the last of
-/// `overrides` that names it, else its attribute's, else `default`.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-pub(crate) fn timeout_of(
-    service: Service,
-    overrides: &[(String, Duration)],
-    default: Duration,
-) -> Duration {
-    overrides
-        .iter()
-        .rev()
-        .find(|(id, _)| id == service.id())
-        .map(|(_, limit)| *limit)
-        .or(service.timeout())
-        .unwrap_or(default)
-}
-
-/// The requests `service` handles at once, on either transport: `flag`,
-/// else its attribute's, else [`DEFAULT_CONCURRENCY`]; at least one.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-pub(crate) fn concurrency_of(service: Service, flag: Option<usize>) -> usize {
-    flag.or(service.concurrency())
-        .unwrap_or(DEFAULT_CONCURRENCY)
-        .max(1)
-}
-
 /// How long one request may run unless the service's `timeout` attribute or
 /// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
 /// waits for an answer by default, since a later answer reaches nobody.

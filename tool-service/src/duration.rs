@@ -65,7 +65,7 @@ fn millis(text: &str) -> Result<u64, Problem> {
 #[cfg(test)]
 #[path = "attribute_duration.rs"]
 #[allow(dead_code)]
-mod attribute;
+pub(crate) mod attribute;
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 /// | `handler-panic` | the handler panicked |
 /// | `overloaded` | a replica's queue was full (non-persistent request topics) |
 /// | `unavailable` | the replica was shutting down before the request started |
+/// | `rate-limited` | the service was called more often than its rate limit (`rate = "100/s"`, `--rate`) allows; the message says when to try again |
 /// | `timeout` | the handler ran past the service's timeout and was cancelled |
 /// | `response-too-large` | a frame of the response would exceed the broker's maximum message size |
 /// | `send-failed` | the broker did not take a frame of the response (sent in its place when possible) |
@@ -57,6 +58,9 @@ impl ToolError {
     pub const OVERLOADED: &'static str = "overloaded";
     /// Type of a request refused because the replica is shutting down.
     pub const UNAVAILABLE: &'static str = "unavailable";
+    /// Type of a request refused because its service was called more often
+    /// than its rate limit allows ([`crate::Rate`]).
+    pub const RATE_LIMITED: &'static str = "rate-limited";
     /// Type of a request whose handler ran past its timeout.
     pub const TIMEOUT: &'static str = "timeout";
     /// Type of a response (or streamed chunk) too large for the broker: it

@@ -72,6 +72,7 @@ mod duration;
 mod error;
 mod known;
 pub mod log_text;
+mod rate;
 mod state;
 
 // A request's parts and the frames of its answer.
@@ -93,6 +94,15 @@ pub mod descriptor;
 pub mod dispatch;
 mod registry;
 
+// What serving means on every transport: selection, policy, admission,
+// the drain and the metrics.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
+pub mod metrics;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
+pub mod host;
+
 // The broker side.
 #[cfg(feature = "pulsar")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
@@ -103,9 +113,6 @@ pub mod broker;
 #[cfg(feature = "pulsar")]
 #[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
 pub mod client;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod metrics;
 #[cfg(feature = "pulsar")]
 mod pulsar_compat;
 #[cfg(feature = "pulsar")]
@@ -141,6 +148,7 @@ pub use error::{ToolError, TypedError};
 pub use registry::{
     MissingServices, MissingState, Problem, Registry, RegistryError, SelectError, UnknownName,
 };
+pub use rate::Rate;
 pub use response::response_text;
 pub use spec::Service;
 pub use state::State;

@@ -246,17 +246,23 @@ impl Registry {
         services: impl IntoIterator<Item = Service>,
     ) -> Result<(), MissingState> {
         let mut missing = Vec::new();
+        let mut arcs = Vec::new();
         for service in services {
             for need in service.spec().states {
                 if !self.state.contains((need.type_id)()) {
-                    missing.push((service.id().to_owned(), (need.type_name)().to_owned()));
+                    let type_name = (need.type_name)();
+                    let in_arc = format!("alloc::sync::Arc<{type_name}>");
+                    if self.state.type_names().contains(&in_arc.as_str()) {
+                        arcs.push(type_name.to_owned());
+                    }
+                    missing.push((service.id().to_owned(), type_name.to_owned()));
                 }
             }
         }
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(MissingState { missing })
+            Err(MissingState { missing, arcs })
         }
     }
 
@@ -446,6 +452,9 @@ pub struct MissingServices {
 pub struct MissingState {
     /// Each service id and the type name it lacks.
     pub missing: Vec<(String, String)>,
+    /// The types among them that the state holds in an `Arc` instead
+    /// (`State::with(Arc::new(value))`), by name.
+    pub arcs: Vec<String>,
 }
 
 impl fmt::Display for MissingState {
@@ -459,7 +468,14 @@ impl fmt::Display for MissingState {
                 "service `{service}` takes a `{type_name}` as #[state], and none was provided"
             )?;
         }
-        f.write_str(": add it to the State the setup hook returns (App::setup), or with Registry::with_state")
+        f.write_str(": add it to the State the setup hook returns (App::setup), or with Registry::with_state")?;
+        for type_name in &self.arcs {
+            write!(
+                f,
+                ". The State holds an `Arc<{type_name}>`, which is another type: add the `{type_name}` itself (the State shares it already; `#[state] x: Arc<{type_name}>` receives it as an `Arc`)"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -535,6 +551,7 @@ mod tests {
             subscription: None,
             concurrency: None,
             timeout: None,
+            rate: None,
             streaming: false,
             takes_context: false,
             tools: &[],

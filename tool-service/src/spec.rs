@@ -55,6 +55,7 @@ pub struct ServiceSpec {
     pub subscription: Option<&'static str>,
     pub concurrency: Option<usize>,
     pub timeout: Option<Duration>,
+    pub rate: Option<crate::rate::Rate>,
     pub streaming: bool,
     /// Whether the handler takes the request's `#[context]`.
     pub takes_context: bool,
@@ -195,6 +196,12 @@ impl Service {
     /// (`timeout = "30s"`).
     pub fn timeout(&self) -> Option<Duration> {
         self.0.timeout
+    }
+
+    /// The most calls per second, minute or hour it takes on one replica,
+    /// if the attribute set it (`rate = "100/s"`).
+    pub fn rate(&self) -> Option<crate::rate::Rate> {
+        self.0.rate
     }
 
     /// Whether the handler streams chunks (`#[stream]`).

@@ -363,14 +363,14 @@ impl<A: 'static> App<A> {
             }
             #[cfg(feature = "mcp")]
             Run::Mcp(run) => {
-                let grace = run.grace_period;
+                let grace = run.grace_period();
                 (super::mcp::run(&registry, run).await, grace)
             }
             #[cfg(feature = "pulsar")]
-            Run::Serve(run) => (
-                super::serve::serve(&registry, &run).await,
-                run.options.grace_period,
-            ),
+            Run::Serve(run) => {
+                let grace = run.options.host.grace_period;
+                (super::serve::serve(&registry, run).await, grace)
+            }
             #[cfg(feature = "pulsar")]
             Run::Config(..) => unreachable!("config commands return before the setup"),
         };

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::host::Host;
 use crate::mcp::{HttpOptions, McpOptions, McpServer};
 use crate::registry::Registry;
 
@@ -40,7 +41,7 @@ pub(crate) struct McpHttpArgs {
 
 impl McpHttpArgs {
     /// The HTTP options, with the token read from its file.
-    pub(super) fn options(&self, grace_period: Duration) -> Result<HttpOptions, BoxError> {
+    pub(super) fn options(&self) -> Result<HttpOptions, BoxError> {
         let token = self.mcp_token.token()?;
         let defaults = HttpOptions::default();
         let allowed_hosts = defaults
@@ -53,7 +54,6 @@ impl McpHttpArgs {
             allowed_hosts,
             allowed_origins: self.mcp_allowed_origin.clone(),
             token,
-            grace_period,
             ..defaults
         })
     }
@@ -66,32 +66,12 @@ pub(crate) struct McpArgs {
     listen: Option<SocketAddr>,
     #[command(flatten)]
     http: McpHttpArgs,
-    /// Serve only the tools of this service id (repeatable; the variable
-    /// takes a comma-separated list).
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_ONLY",
-        value_delimiter = ',',
-        value_name = "SERVICE_ID"
-    )]
-    only: Vec<String>,
-    /// Calls each service handles at once; more wait [default: the
-    /// service's `concurrency`, else 64].
-    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
-    concurrency: Option<u32>,
-    /// How long one call may run before it is cancelled and answered with a
-    /// `timeout` error, for services whose `timeout` attribute sets none
-    /// [default: 600s]. `SERVICE_ID=DURATION` sets one service's timeout.
-    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
-    timeout: Vec<(Option<String>, Duration)>,
-    /// Seconds calls in flight may take to finish after SIGINT/SIGTERM.
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_GRACE_PERIOD",
-        default_value_t = 30,
-        value_name = "SECONDS"
-    )]
-    grace_period: u64,
+    #[command(flatten)]
+    host: super::host::HostArgs,
+    /// With --listen, metrics and probes are served by default (as by
+    /// `serve`); on stdio only when --metrics or --metrics-port asks.
+    #[command(flatten)]
+    metrics: super::host::MetricsArgs,
     #[command(flatten)]
     log: super::LogArgs,
 }
@@ -102,29 +82,13 @@ pub(super) struct McpRun {
     listen: Option<SocketAddr>,
     http: HttpOptions,
     options: McpOptions,
-    pub(super) grace_period: Duration,
+    metrics: Option<SocketAddr>,
 }
 
-/// The server options of the flags `mcp` and `serve` share.
-pub(super) fn server_options(
-    meta: Option<Meta>,
-    only: &[String],
-    concurrency: Option<u32>,
-    timeouts: &[(Option<String>, Duration)],
-) -> McpOptions {
-    let mut options = match meta {
-        Some(meta) => McpOptions::new(meta.name, meta.version),
-        None => McpOptions::default(),
-    };
-    options.only = only.to_vec();
-    options.concurrency = concurrency.map(|n| n as usize);
-    for (service, limit) in timeouts {
-        match service {
-            Some(id) => options.service_timeouts.push((id.clone(), *limit)),
-            None => options.timeout = *limit,
-        }
+impl McpRun {
+    pub(super) fn grace_period(&self) -> Duration {
+        self.options.host.grace_period
     }
-    options
 }
 
 /// Checks the flags, and sets up logging (to standard error).
@@ -134,34 +98,43 @@ pub(super) fn prepare(
     meta: Option<Meta>,
 ) -> Result<McpRun, BoxError> {
     super::init_logging(&args.log)?;
-    for id in args
-        .only
-        .iter()
-        .chain(args.timeout.iter().filter_map(|(id, _)| id.as_ref()))
-    {
-        if registry.service(id).is_none() {
-            return Err(registry.unknown_service(id).into());
-        }
-    }
-    let grace_period = Duration::from_secs(args.grace_period);
+    let mut options = match meta {
+        Some(meta) => McpOptions::new(meta.name, meta.version),
+        None => McpOptions::default(),
+    };
+    options.host = args.host.options();
+    crate::host::check_names(registry, &options.host)?;
     Ok(McpRun {
+        metrics: args.metrics.address(args.listen.is_some()),
         listen: args.listen,
-        http: args.http.options(grace_period)?,
-        options: server_options(meta, &args.only, args.concurrency, &args.timeout),
-        grace_period,
+        http: args.http.options()?,
+        options,
     })
 }
 
 /// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
 /// SIGTERM.
 pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
-    let server = McpServer::new(Arc::new(registry.clone()), run.options)?;
-    match run.listen {
+    let host = Host::new(Arc::new(registry.clone()), &run.options.host)?;
+    // The MCP port first, then the metrics port: a taken one fails at once.
+    let listener = match run.listen {
+        Some(address) => Some(bind(address).await?),
+        None => None,
+    };
+    let _ops = match run.metrics {
+        Some(address) => Some(
+            host.serve_ops(address)
+                .await
+                .map_err(|error| format!("cannot serve metrics on {address}: {error}"))?,
+        ),
+        None => None,
+    };
+    let server = McpServer::on_host(host, run.options.name, run.options.version);
+    match listener {
         None => {
-            crate::mcp::serve_stdio(server, run.grace_period, super::shutdown_signal()).await?;
+            crate::mcp::serve_stdio(server, super::shutdown_signal()).await?;
         }
-        Some(address) => {
-            let listener = bind(address).await?;
+        Some(listener) => {
             crate::mcp::serve_http(server, listener, run.http, super::shutdown_signal()).await?;
         }
     }

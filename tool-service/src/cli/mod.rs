@@ -25,6 +25,8 @@ use crate::wire::Request;
 #[cfg(feature = "pulsar")]
 mod announce;
 mod app;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod host;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "pulsar")]

@@ -64,10 +64,8 @@ impl BrokerArgs {
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     broker: BrokerArgs,
-    /// Requests each service handles at once [default: the service's
-    /// `concurrency`, else 64].
-    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
-    concurrency: Option<u32>,
+    #[command(flatten)]
+    host: super::host::HostArgs,
     /// Requests each service takes ahead of its handlers; beyond that a
     /// non-persistent topic's requests are answered `overloaded` at once.
     #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -79,15 +77,6 @@ pub(crate) struct ServeArgs {
     /// larger request still runs, alone.
     #[arg(long, env = "TOOL_SERVICE_MEMORY_BUDGET", value_name = "SIZE", default_value = "64MiB", value_parser = super::parse_size)]
     memory_budget: usize,
-    /// Serve only this service id (repeatable; the variable takes a
-    /// comma-separated list).
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_ONLY",
-        value_delimiter = ',',
-        value_name = "SERVICE_ID"
-    )]
-    only: Vec<String>,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's
     /// announced maximum applies regardless [default: the broker's].
@@ -97,40 +86,8 @@ pub(crate) struct ServeArgs {
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
     #[arg(long, env = "TOOL_SERVICE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
-    /// How long one request may run before it is cancelled and answered
-    /// with a `timeout` error, for services whose `timeout` attribute sets
-    /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
-    /// timeout, over its attribute. Repeatable (the variable takes a
-    /// comma-separated list); units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
-    timeout: Vec<(Option<String>, std::time::Duration)>,
-    /// Seconds in-flight requests may take to finish after SIGINT/SIGTERM.
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_GRACE_PERIOD",
-        default_value_t = 30,
-        value_name = "SECONDS"
-    )]
-    grace_period: u64,
-    /// Serve Prometheus metrics on this port.
-    #[arg(short = 'P', long, env = "TOOL_SERVICE_METRICS_PORT", default_value_t = crate::metrics::DEFAULT_METRICS_PORT, value_name = "PORT")]
-    metrics_port: u16,
-    /// The address to serve metrics on; the default, every interface, is
-    /// what TrustGraph's processors do and what a scraper in another
-    /// container needs.
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_METRICS_ADDRESS",
-        default_value = "0.0.0.0",
-        value_name = "ADDRESS"
-    )]
-    metrics_address: std::net::IpAddr,
-    /// Serve Prometheus metrics (the default; see --no-metrics).
-    #[arg(long, overrides_with = "no_metrics")]
-    metrics: bool,
-    /// Do not serve Prometheus metrics.
-    #[arg(long, env = "TOOL_SERVICE_NO_METRICS", value_parser = clap::builder::BoolishValueParser::new(), overrides_with = "metrics")]
-    no_metrics: bool,
+    #[command(flatten)]
+    metrics: super::host::MetricsArgs,
     /// Also log each request's user, config and arguments (at info level).
     /// Config often holds credentials: use for debugging only.
     #[arg(long, env = "TOOL_SERVICE_LOG_PAYLOADS", value_parser = clap::builder::BoolishValueParser::new())]
@@ -181,11 +138,12 @@ pub(crate) struct ServeArgs {
 pub(super) struct ServeRun {
     pub(super) options: ServeOptions,
     pub(super) worker_threads: Option<u16>,
+    /// Where MCP is served beside Pulsar, how, and its name.
     #[cfg(feature = "mcp")]
     mcp: Option<(
         std::net::SocketAddr,
         crate::mcp::HttpOptions,
-        crate::mcp::McpOptions,
+        Option<super::Meta>,
     )>,
 }
 
@@ -205,47 +163,24 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
         #[cfg(feature = "mcp")]
         if let Some(url) = &args.mcp_url {
             let mut target = crate::announce::McpTarget::new(url.clone());
-            target.token = args.mcp_http.options(std::time::Duration::ZERO)?.token;
+            target.token = args.mcp_http.options()?.token;
             announce.mcp = Some(target);
         }
         options.announce = Some(announce);
     }
-    options.concurrency = args.concurrency.map(|n| n as usize);
-    options.only = args.only;
+    options.host = args.host.options();
     options.receive_window = Some(args.receive_window as usize);
     options.memory_budget = args.memory_budget;
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
-    options.grace_period = std::time::Duration::from_secs(args.grace_period);
     options.log_payloads = args.log_payloads;
-    if !args.no_metrics {
-        options.metrics = Some(std::net::SocketAddr::from((
-            args.metrics_address,
-            args.metrics_port,
-        )));
-    }
-    for (service, limit) in args.timeout {
-        match service {
-            Some(id) => options.service_timeouts.push((id, limit)),
-            None => options.timeout = limit,
-        }
-    }
+    options.metrics = args.metrics.address(true);
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
-        Some(address) => {
-            let timeouts: Vec<_> = options
-                .service_timeouts
-                .iter()
-                .map(|(id, limit)| (Some(id.clone()), *limit))
-                .chain([(None, options.timeout)])
-                .collect();
-            let server =
-                super::mcp::server_options(meta, &options.only, args.concurrency, &timeouts);
-            Some((
-                address,
-                args.mcp_http.options(options.grace_period)?,
-                server,
-            ))
-        }
+        Some(address) => Some((
+            address,
+            args.mcp_http.options()?,
+            meta,
+        )),
         None => None,
     };
     #[cfg(not(feature = "mcp"))]
@@ -260,68 +195,22 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
 
 /// Serves until SIGINT or SIGTERM, on Pulsar and (with --mcp-listen) over
 /// MCP; an error when requests were abandoned.
-pub(super) async fn serve(registry: &Registry, run: &ServeRun) -> CliResult {
+pub(super) async fn serve(registry: &Registry, run: ServeRun) -> CliResult {
     let options = &run.options;
     #[cfg(feature = "mcp")]
-    if let Some((address, http, server)) = &run.mcp {
-        return serve_with_mcp(registry, options, *address, http.clone(), server.clone()).await;
+    if let Some((address, http, meta)) = run.mcp {
+        // Bound first, so a taken port fails at once.
+        let listener = super::mcp::bind(address).await?;
+        let mut mcp = crate::serve::McpListener::new(listener, http);
+        if let Some(meta) = meta {
+            mcp = mcp.named(meta.name, meta.version);
+        }
+        let reports =
+            crate::serve::serve_with_mcp(registry, options, mcp, super::shutdown_signal()).await?;
+        return abandoned(&reports);
     }
     let reports = crate::serve::serve(registry, options, super::shutdown_signal()).await?;
     abandoned(&reports)
-}
-
-/// Pulsar and MCP in one process: one signal stops both, and each drains
-/// within the grace period. MCP is bound first, so a taken port fails at
-/// once.
-#[cfg(feature = "mcp")]
-async fn serve_with_mcp(
-    registry: &Registry,
-    options: &ServeOptions,
-    address: std::net::SocketAddr,
-    http: crate::mcp::HttpOptions,
-    server: crate::mcp::McpOptions,
-) -> CliResult {
-    let listener = super::mcp::bind(address).await?;
-    // One metrics endpoint for both: MCP calls are labelled transport="mcp".
-    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let mut server = server;
-    server.metrics = Some(std::sync::Arc::clone(&metrics));
-    let mut options = options.clone();
-    options.shared_metrics = Some(metrics);
-    let options = &options;
-    let server = crate::mcp::McpServer::new(std::sync::Arc::new(registry.clone()), server)?;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let stopped_when = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = stopped.wait_for(|stop| *stop).await;
-    };
-    let mcp = tokio::spawn(crate::mcp::serve_http(
-        server,
-        listener,
-        http,
-        stopped_when(stopped.clone()),
-    ));
-    let signal = async {
-        super::shutdown_signal().await;
-        let _ = stop.send(true);
-    };
-    let pulsar = crate::serve::serve(registry, options, stopped_when(stopped));
-    tokio::pin!(signal);
-    tokio::pin!(pulsar);
-    let mut signalled = false;
-    let reports = loop {
-        tokio::select! {
-            reports = &mut pulsar => break reports,
-            () = &mut signal, if !signalled => signalled = true,
-        }
-    };
-    // Pulsar stopped (or never started): MCP stops too.
-    let _ = stop.send(true);
-    match mcp.await {
-        Ok(Err(error)) => tracing::error!(%error, "MCP stopped with an error"),
-        Err(error) => tracing::error!(%error, "MCP stopped with an error"),
-        Ok(Ok(())) => {}
-    }
-    abandoned(&reports?)
 }
 
 /// Success, or an error when requests were abandoned at shutdown.
@@ -371,30 +260,40 @@ mod tests {
             "2",
             "--no-metrics",
             "--metrics",
+            "--rate",
+            "10/s",
+            "--rate",
+            "a=off",
         ]);
-        assert_eq!(args.only, ["a", "b"]);
+        let host = args.host.options();
+        assert_eq!(host.only, ["a", "b"]);
+        assert_eq!(host.timeout, Duration::from_secs(30));
         assert_eq!(
-            args.timeout,
+            host.service_timeouts,
+            [(String::from("a"), Duration::from_millis(250))]
+        );
+        assert_eq!(
+            host.rates,
             [
-                (None, Duration::from_secs(30)),
-                (Some(String::from("a")), Duration::from_millis(250))
+                (None, Some(crate::Rate::per_second(10))),
+                (Some(String::from("a")), None)
             ]
         );
-        assert_eq!(args.metrics_port, 2);
-        assert!(!args.no_metrics);
-        assert!(serve_args(&["--metrics", "--no-metrics"]).no_metrics);
-        assert_eq!(serve_args(&[]).metrics_port, 8000);
+        let at = |address: [u8; 4], port| Some(std::net::SocketAddr::from((address, port)));
+        assert_eq!(args.metrics.address(true), at([0, 0, 0, 0], 2));
+        assert_eq!(serve_args(&["--metrics", "--no-metrics"]).metrics.address(true), None);
+        assert_eq!(serve_args(&[]).metrics.address(true), at([0, 0, 0, 0], 8000));
+        // Off unless asked for, where that is the default (`mcp` on stdio).
+        assert_eq!(serve_args(&[]).metrics.address(false), None);
+        assert_eq!(serve_args(&["--metrics"]).metrics.address(false), at([0, 0, 0, 0], 8000));
+        assert_eq!(serve_args(&["-P", "9"]).metrics.address(false), at([0, 0, 0, 0], 9));
         assert_eq!(
-            serve_args(&[]).metrics_address,
-            std::net::IpAddr::from([0, 0, 0, 0])
+            serve_args(&["--metrics-address", "127.0.0.1"]).metrics.address(true),
+            at([127, 0, 0, 1], 8000)
         );
         assert_eq!(
-            serve_args(&["--metrics-address", "127.0.0.1"]).metrics_address,
-            std::net::IpAddr::from([127, 0, 0, 1])
-        );
-        assert_eq!(
-            serve_args(&["--metrics-address", "::1"]).metrics_address,
-            "::1".parse::<std::net::IpAddr>().unwrap()
+            serve_args(&["--metrics-address", "::1"]).metrics.address(true),
+            Some("[::1]:8000".parse().unwrap())
         );
     }
 

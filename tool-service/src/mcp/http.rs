@@ -50,8 +50,6 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// When set, every request must carry `Authorization: Bearer TOKEN`.
     pub token: Option<String>,
-    /// How long calls in flight may take to finish after shutdown.
-    pub grace_period: Duration,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
 }
@@ -62,7 +60,6 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("grace_period", &self.grace_period)
             .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
@@ -74,7 +71,6 @@ impl Default for HttpOptions {
             allowed_hosts: LOCAL_HOSTS.iter().map(|host| (*host).to_owned()).collect(),
             allowed_origins: Vec::new(),
             token: None,
-            grace_period: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
         }
     }
@@ -120,7 +116,9 @@ pub(crate) struct ClientGone(pub(crate) CancellationToken);
 
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
 /// `listener` until `shutdown` completes; then takes no new calls, lets
-/// those in flight finish within the grace period, and closes.
+/// those in flight finish within the host's grace period
+/// ([`HostOptions::grace_period`](crate::host::HostOptions::grace_period)),
+/// and closes.
 ///
 /// # Errors
 /// Accepting connections failed for good.
@@ -162,6 +160,7 @@ pub async fn serve_http(
             }
         });
     };
+    server.set_serving(true);
     accept_until(&listener, shutdown, &accept).await;
     // Still answering while calls in flight finish (new ones are refused),
     // and a moment after, so that their clients can end their sessions.
@@ -169,7 +168,8 @@ pub async fn serve_http(
         in_flight = server.in_flight(),
         "stopping MCP: finishing calls in flight"
     );
-    let drained = accept_until(&listener, server.drain(options.grace_period), &accept).await;
+    let grace = server.host().grace_period();
+    let drained = accept_until(&listener, server.drain(grace), &accept).await;
     if drained != Some(true) {
         tracing::warn!(
             abandoned = server.in_flight(),

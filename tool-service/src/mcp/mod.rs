@@ -50,7 +50,6 @@ mod schema;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,12 +61,14 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
 pub use http::{serve_http, HttpOptions};
 
 use crate::dispatch::{self, FrameSink, Limits};
+use crate::host::{Host, HostOptions, RateLimiter};
 use crate::log_text::Untrusted;
+use crate::metrics::ServiceMetrics;
 use crate::wire::{Frame, Request};
 use crate::{registry::Registry, spec::Service};
 
@@ -81,7 +82,8 @@ pub const NO_OUTPUT: &str = "The tool finished and returned no output.";
 /// use std::time::Duration;
 /// use tool_service::mcp::McpOptions;
 ///
-/// let options = McpOptions::new("joke", "0.3.1").with_timeout(Duration::from_secs(30));
+/// let mut options = McpOptions::new("joke", "0.3.1");
+/// options.host.timeout = Duration::from_secs(30);
 /// assert_eq!(options.name, "joke");
 /// ```
 #[derive(Debug, Clone)]
@@ -91,21 +93,10 @@ pub struct McpOptions {
     pub name: String,
     /// The server's version in `initialize`.
     pub version: String,
-    /// Calls each service handles at once (over every MCP session); more
-    /// wait. None: the service's `concurrency` attribute, else
-    /// [`dispatch::DEFAULT_CONCURRENCY`].
-    pub concurrency: Option<usize>,
-    /// How long one call may run, for services whose `timeout` attribute
-    /// sets none ([`dispatch::DEFAULT_TIMEOUT`] by default).
-    pub timeout: Duration,
-    /// Per-service timeouts by service id; these win over the attribute.
-    pub service_timeouts: Vec<(String, Duration)>,
-    /// Serve only the tools of these service ids (all when empty).
-    pub only: Vec<String>,
-    /// Where calls are counted (`serve --mcp-listen` shares the Pulsar
-    /// side's), in samples labelled `transport="mcp"`; none: not counted.
-    #[cfg(feature = "pulsar")]
-    pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// What to serve and each service's policy (timeout, concurrency, rate
+    /// limit, grace period), as every transport reads them. The
+    /// concurrency counts calls over every MCP session; more wait.
+    pub host: HostOptions,
 }
 
 impl Default for McpOptions {
@@ -120,23 +111,8 @@ impl McpOptions {
         Self {
             name: name.into(),
             version: version.into(),
-            concurrency: None,
-            timeout: dispatch::DEFAULT_TIMEOUT,
-            service_timeouts: Vec::new(),
-            only: Vec::new(),
-            #[cfg(feature = "pulsar")]
-            metrics: None,
+            host: HostOptions::default(),
         }
-    }
-
-    /// These options with another default timeout.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    fn timeout_of(&self, service: Service) -> Duration {
-        dispatch::timeout_of(service, &self.service_timeouts, self.timeout)
     }
 }
 
@@ -148,25 +124,11 @@ pub struct McpServer {
 }
 
 struct Inner {
-    registry: Arc<Registry>,
+    /// Selection, policies, admission, the drain and the metrics.
+    host: Host,
     info: Implementation,
     tools: Vec<McpTool>,
     by_name: HashMap<String, usize>,
-    /// Calls running now, and whether new ones are refused (shutting down).
-    in_flight: AtomicUsize,
-    closing: AtomicBool,
-    idle: Notify,
-}
-
-/// Counts one call in flight while it lives.
-struct Running<'a>(&'a Inner);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
 }
 
 /// One TrustGraph tool as an MCP tool.
@@ -179,8 +141,10 @@ struct McpTool {
     text: bool,
     limits: Limits,
     permits: Arc<Semaphore>,
-    #[cfg(feature = "pulsar")]
-    metrics: Option<Arc<crate::metrics::ServiceMetrics>>,
+    /// The service's rate limit, shared with its other transports.
+    rate: Option<Arc<RateLimiter>>,
+    /// Its calls' samples, labelled `transport="mcp"`.
+    metrics: Arc<ServiceMetrics>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -224,7 +188,7 @@ impl McpServer {
     /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
     ///
     /// let mut options = McpOptions::default();
-    /// options.only = vec!["shuot-service".to_owned()];
+    /// options.host.only = vec!["shuot-service".to_owned()];
     /// let refused = McpServer::new(registry, options).unwrap_err();
     /// assert_eq!(
     ///     refused.to_string(),
@@ -240,69 +204,74 @@ impl McpServer {
         registry: Arc<Registry>,
         options: McpOptions,
     ) -> Result<Self, crate::registry::SelectError> {
-        let services = registry
-            .select(&options.only)?
-            .iter()
-            .map(|service| service.id())
-            .collect::<std::collections::HashSet<_>>();
-        let mut permits: HashMap<&'static str, Arc<Semaphore>> = HashMap::new();
+        let host = Host::new(registry, &options.host)?;
+        Ok(Self::on_host(host, options.name, options.version))
+    }
+
+    /// The server of the services `host` serves, with their policies, its
+    /// drain and its metrics (shared with the host's other transports).
+    pub(crate) fn on_host(host: Host, name: String, version: String) -> Self {
+        let registry = Arc::clone(host.registry());
         let mut tools = Vec::new();
-        for (name, descriptor) in &registry.descriptors().tool {
-            let Some((service, _)) = registry.tool(name) else {
-                continue;
-            };
-            if !services.contains(service.id()) {
-                continue;
+        for hosted in host.hosted_services() {
+            let service = hosted.service;
+            let permits = Arc::new(Semaphore::new(hosted.concurrency));
+            let metrics = host.metrics().service_on(service.id(), Some("mcp"));
+            for name in service.tool_names() {
+                let Some(descriptor) = registry.descriptors().tool.get(name) else {
+                    continue;
+                };
+                let arguments = (service.spec().arguments_schema)().to_value();
+                let input = schema::input_schema(&arguments, &descriptor.arguments);
+                let output = service.output_schema().map(schemars::Schema::to_value);
+                let text = output.as_ref().is_some_and(schema::is_text);
+                let mut tool = Tool::new(
+                    name.to_owned(),
+                    descriptor.description.clone(),
+                    Arc::new(input),
+                );
+                if let Some(output) = output.as_ref().and_then(schema::output_schema) {
+                    tool = tool.with_raw_output_schema(Arc::new(output));
+                }
+                tools.push(McpTool {
+                    tool,
+                    service,
+                    config: Value::Object(descriptor.config.clone()).to_string(),
+                    text,
+                    limits: Limits::default().with_timeout(hosted.timeout),
+                    permits: Arc::clone(&permits),
+                    rate: hosted.limiter.clone(),
+                    metrics: Arc::clone(&metrics),
+                });
             }
-            let arguments = (service.spec().arguments_schema)().to_value();
-            let input = schema::input_schema(&arguments, &descriptor.arguments);
-            let output = service.output_schema().map(schemars::Schema::to_value);
-            let text = output.as_ref().is_some_and(schema::is_text);
-            let mut tool = Tool::new(
-                name.clone(),
-                descriptor.description.clone(),
-                Arc::new(input),
-            );
-            if let Some(output) = output.as_ref().and_then(schema::output_schema) {
-                tool = tool.with_raw_output_schema(Arc::new(output));
-            }
-            let concurrency = dispatch::concurrency_of(service, options.concurrency);
-            let permits = Arc::clone(
-                permits
-                    .entry(service.id())
-                    .or_insert_with(|| Arc::new(Semaphore::new(concurrency))),
-            );
-            tools.push(McpTool {
-                tool,
-                service,
-                config: Value::Object(descriptor.config.clone()).to_string(),
-                text,
-                limits: Limits::default().with_timeout(options.timeout_of(service)),
-                permits,
-                #[cfg(feature = "pulsar")]
-                metrics: options.metrics.as_ref().map(|metrics| {
-                    let calls = metrics.service_on(service.id(), Some("mcp"));
-                    calls.set_running(true);
-                    calls
-                }),
-            });
         }
+        // Listed in the order of their names, as the descriptors are.
+        tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
         let by_name = tools
             .iter()
             .enumerate()
             .map(|(at, tool)| (tool.tool.name.to_string(), at))
             .collect();
-        Ok(Self {
+        Self {
             inner: Arc::new(Inner {
-                registry,
-                info: Implementation::new(options.name, options.version),
+                host,
+                info: Implementation::new(name, version),
                 tools,
                 by_name,
-                in_flight: AtomicUsize::new(0),
-                closing: AtomicBool::new(false),
-                idle: Notify::new(),
             }),
-        })
+        }
+    }
+
+    /// Marks every tool's service as served over MCP (ready) or not.
+    fn set_serving(&self, serving: bool) {
+        for tool in &self.inner.tools {
+            tool.metrics.set_running(serving);
+        }
+    }
+
+    /// The host: selection, policies, the drain and the metrics.
+    pub fn host(&self) -> &Host {
+        &self.inner.host
     }
 
     /// The MCP tool of this name, as `tools/list` shows it.
@@ -312,29 +281,15 @@ impl McpServer {
 
     /// Calls running now.
     pub fn in_flight(&self) -> usize {
-        self.inner.in_flight.load(Ordering::Acquire)
+        self.inner.host.in_flight()
     }
 
-    /// Refuses new calls (answered "the server is shutting down") and waits
-    /// up to `grace` for those running to finish; whether they all did.
+    /// Refuses new calls (answered "the service is shutting down; try
+    /// again") and waits up to `grace` for those running to finish; whether
+    /// they all did.
     pub async fn drain(&self, grace: Duration) -> bool {
-        self.inner.closing.store(true, Ordering::Release);
-        #[cfg(feature = "pulsar")]
-        for tool in &self.inner.tools {
-            if let Some(metrics) = &tool.metrics {
-                metrics.set_running(false);
-            }
-        }
-        let idle = async {
-            loop {
-                let notified = self.inner.idle.notified();
-                if self.in_flight() == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        tokio::time::timeout(grace, idle).await.is_ok()
+        self.set_serving(false);
+        self.inner.host.drain(grace).await
     }
 
     fn find(&self, name: &str) -> Option<&McpTool> {
@@ -352,15 +307,19 @@ impl McpServer {
         arguments: serde_json::Map<String, Value>,
         progress: Option<Progress>,
     ) -> CallToolResult {
-        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
-        let _running = Running(&self.inner);
-        if self.inner.closing.load(Ordering::Acquire) {
-            #[cfg(feature = "pulsar")]
-            if let Some(metrics) = &tool.metrics {
-                metrics.refused(crate::error::ToolError::UNAVAILABLE);
+        let admitted = self.inner.host.enter().and_then(|entered| {
+            match &tool.rate {
+                Some(rate) => rate.admit().map(|()| entered),
+                None => Ok(entered),
             }
-            return failure("the server is shutting down; try again");
-        }
+        });
+        let _entered = match admitted {
+            Ok(entered) => entered,
+            Err(refusal) => {
+                tool.metrics.refused(refusal.kind());
+                return failure(refusal.message());
+            }
+        };
         let request = Request {
             user: None,
             config: tool.config.clone(),
@@ -368,7 +327,7 @@ impl McpServer {
         };
         // Closed only when the server is dropped; waiting calls then fail.
         let Ok(_permit) = tool.permits.acquire().await else {
-            return failure("the server is shutting down; try again");
+            return failure(crate::host::shutting_down().message());
         };
         let mut sink = Collect {
             text: String::new(),
@@ -376,23 +335,16 @@ impl McpServer {
             last: None,
             progress,
         };
-        #[cfg(feature = "pulsar")]
-        let timing = tool
-            .metrics
-            .as_ref()
-            .map(|metrics| (metrics.start(), std::time::Instant::now()));
-        let state = self.inner.registry.state();
+        let (in_flight, started) = (tool.metrics.start(), std::time::Instant::now());
+        let state = self.inner.host.registry().state();
         let outcome =
             dispatch::respond(tool.service, state, id, Ok(request), tool.limits, &mut sink).await;
         let Ok(_) = outcome;
         let last = sink
             .last
             .expect("every response ends with a last frame (dispatch::respond)");
-        #[cfg(feature = "pulsar")]
-        if let Some((in_flight, started)) = timing {
-            let failed = last.error.as_ref().map(crate::error::ToolError::kind);
-            in_flight.finish(failed, started.elapsed());
-        }
+        let failed = last.error.as_ref().map(crate::error::ToolError::kind);
+        in_flight.finish(failed, started.elapsed());
         if let Some(error) = &last.error {
             return failure(error.message());
         }
@@ -563,14 +515,14 @@ fn unknown_tool(name: &str, tools: &[McpTool]) -> ErrorData {
 }
 
 /// Serves MCP over standard input and output until the client closes them
-/// or `shutdown` completes. Nothing else may write to standard output.
+/// or `shutdown` completes; then lets calls in flight finish within the
+/// host's grace period. Nothing else may write to standard output.
 ///
 /// # Errors
 /// The transport failed to start (the `initialize` handshake did not
 /// complete).
 pub async fn serve_stdio(
     server: McpServer,
-    grace: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), std::io::Error> {
     let running = server
@@ -578,13 +530,14 @@ pub async fn serve_stdio(
         .serve(rmcp::transport::stdio())
         .await
         .map_err(std::io::Error::other)?;
+    server.set_serving(true);
     let token = running.cancellation_token();
     tokio::select! {
         ended = running.waiting() => {
             ended.map_err(std::io::Error::other)?;
         }
         () = shutdown => {
-            if !server.drain(grace).await {
+            if !server.drain(server.host().grace_period()).await {
                 tracing::warn!(abandoned = server.in_flight(), "grace period over: abandoning MCP calls still running");
             }
             token.cancel();
@@ -606,10 +559,8 @@ mod tests {
     #[test]
     fn a_server_is_refused_at_start_as_serve_refuses() {
         let registry = Arc::new(Registry::collect().unwrap());
-        let options = McpOptions {
-            only: vec![String::from("mcp-tests-stateful-service")],
-            ..McpOptions::default()
-        };
+        let mut options = McpOptions::default();
+        options.host.only = vec![String::from("mcp-tests-stateful-service")];
         match McpServer::new(Arc::clone(&registry), options.clone()) {
             Err(crate::registry::SelectError::MissingState(missing)) => assert!(
                 missing
@@ -629,10 +580,8 @@ mod tests {
             assert!(server.tool(name).is_some(), "{name}");
         }
 
-        let unknown = McpOptions {
-            only: vec![String::from("mcp-tests-statefull-service")],
-            ..McpOptions::default()
-        };
+        let mut unknown = McpOptions::default();
+        unknown.host.only = vec![String::from("mcp-tests-statefull-service")];
         assert!(matches!(
             McpServer::new(Arc::clone(&registry), unknown),
             Err(crate::registry::SelectError::UnknownService { .. })

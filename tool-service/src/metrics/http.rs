@@ -13,7 +13,8 @@ use super::Metrics;
 /// [`Metrics::render`] until the returned future is dropped; and the probes:
 /// `GET /livez` (and `/healthz`) with 200 while the process answers at all,
 /// `GET /readyz` with 200 when [`Metrics::readiness`] holds and 503 with
-/// the failing conditions otherwise.
+/// the failing conditions otherwise, and `GET /readyz/pulsar` and `GET
+/// /readyz/mcp` the same for one transport ([`Metrics::readiness_of`]).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -139,10 +140,17 @@ async fn answer(mut stream: TcpStream, metrics: &Metrics) {
         (Some(b"GET"), Some(b"/livez" | b"/healthz")) => {
             respond(&mut stream, "200 OK", "alive\n").await;
         }
-        (Some(b"GET"), Some(b"/readyz")) => match metrics.readiness() {
-            Ok(()) => respond(&mut stream, "200 OK", "ready\n").await,
-            Err(failing) => respond(&mut stream, "503 Service Unavailable", &failing).await,
-        },
+        (Some(b"GET"), Some(path @ (b"/readyz" | b"/readyz/pulsar" | b"/readyz/mcp"))) => {
+            let readiness = match path {
+                b"/readyz/pulsar" => metrics.readiness_of("pulsar"),
+                b"/readyz/mcp" => metrics.readiness_of("mcp"),
+                _ => metrics.readiness(),
+            };
+            match readiness {
+                Ok(()) => respond(&mut stream, "200 OK", "ready\n").await,
+                Err(failing) => respond(&mut stream, "503 Service Unavailable", &failing).await,
+            }
+        }
         (Some(b"GET"), _) => {
             respond(
                 &mut stream,

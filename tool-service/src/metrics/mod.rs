@@ -338,11 +338,11 @@ impl Metrics {
         self.broker.load(Ordering::Relaxed) == BROKER_LOST
     }
 
-    /// Whether the process is ready for requests, as `GET /readyz` says:
-    /// at least one service is served on Pulsar, the broker is connected,
-    /// every service is subscribed (its consumer `running`), the
-    /// application's [`ReadinessCheck`] (if any) passes, and shutdown has
-    /// not begun. Otherwise the conditions that fail, one per line.
+    /// Whether the process is ready for requests on every transport it
+    /// serves, as `GET /readyz` says: shutdown has not begun, the
+    /// application's [`ReadinessCheck`] (if any) passes, and each
+    /// transport is ready (see [`Self::readiness_of`]). Otherwise the
+    /// conditions that fail, one per line.
     ///
     /// ```
     /// let metrics = tool_service::metrics::Metrics::new();
@@ -358,11 +358,48 @@ impl Metrics {
     /// # Errors
     /// The failing conditions, as text for a probe's body.
     pub fn readiness(&self) -> Result<(), String> {
+        self.check(None)
+    }
+
+    /// Whether one transport, `"pulsar"` or `"mcp"`, is ready, as `GET
+    /// /readyz/pulsar` and `GET /readyz/mcp` say: shutdown has not begun,
+    /// the application's [`ReadinessCheck`] passes, and for Pulsar the
+    /// broker is connected and every service is subscribed; for MCP every
+    /// service is served (its listener or stdio is up). A broker outage
+    /// fails `/readyz/pulsar` (and `/readyz`), not `/readyz/mcp`: a process
+    /// that serves both stays in a load balancer's MCP pool while its MCP
+    /// side works.
+    ///
+    /// ```
+    /// let metrics = tool_service::metrics::Metrics::new();
+    /// metrics.service("joke-service").set_running(true);
+    /// metrics.service_on("joke-service", Some("mcp")).set_running(true);
+    /// metrics.set_broker_connected(false);
+    /// assert!(metrics.readiness_of("mcp").is_ok());
+    /// assert_eq!(metrics.readiness_of("pulsar").unwrap_err(), "broker not connected\n");
+    /// assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
+    /// assert_eq!(metrics.readiness_of("grpc").unwrap_err(), "nothing is served over grpc\n");
+    /// ```
+    ///
+    /// # Errors
+    /// The failing conditions, as text for a probe's body.
+    pub fn readiness_of(&self, transport: &str) -> Result<(), String> {
+        let transport = match transport {
+            "pulsar" => None,
+            other => Some(other),
+        };
+        self.check(Some(transport))
+    }
+
+    /// The failing conditions of every transport (`None`) or one
+    /// (`Some(None)` is Pulsar).
+    fn check(&self, only: Option<Option<&str>>) -> Result<(), String> {
         let mut failing = String::new();
         if self.draining.load(Ordering::Relaxed) {
             failing.push_str("shutting down\n");
         }
-        if self.broker_lost() {
+        let pulsar = only.is_none_or(|transport| transport.is_none());
+        if pulsar && self.broker_lost() {
             failing.push_str("broker not connected\n");
         }
         let check = self
@@ -377,15 +414,25 @@ impl Metrics {
         let mut served = 0;
         for service in services
             .iter()
-            .filter(|service| service.transport.is_none())
+            .filter(|service| only.is_none_or(|transport| transport == service.transport))
         {
             served += 1;
             if !service.running.load(Ordering::Relaxed) {
-                let _ = writeln!(failing, "not subscribed: {}", service.processor);
+                let _ = match service.transport {
+                    None => writeln!(failing, "not subscribed: {}", service.processor),
+                    Some(transport) => {
+                        writeln!(failing, "not served over {transport}: {}", service.processor)
+                    }
+                };
             }
         }
         if served == 0 && failing.is_empty() {
-            failing.push_str("no service subscribed yet\n");
+            match only {
+                None | Some(None) => failing.push_str("no service subscribed yet\n"),
+                Some(Some(transport)) => {
+                    let _ = writeln!(failing, "nothing is served over {transport}");
+                }
+            }
         }
         if failing.is_empty() {
             Ok(())

@@ -22,11 +22,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use options::{
-    AnnounceOptions, ServeOptions, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD,
-    DEFAULT_MEMORY_BUDGET, DEFAULT_TIMEOUT, RECEIVE_WINDOW,
-};
+pub use options::{AnnounceOptions, ServeOptions, DEFAULT_MEMORY_BUDGET, RECEIVE_WINDOW};
 
+use crate::host::{AbortOnDrop, Host, OpsEndpoint};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use worker::{Limits, PulsarWorker};
@@ -105,6 +103,16 @@ pub async fn serve(
     options: &ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
+    let host = Host::new(Arc::new(registry.clone()), &options.host)?;
+    serve_on(&host, options, shutdown).await
+}
+
+/// [`serve`] on a host that other transports share.
+async fn serve_on(
+    host: &Host,
+    options: &ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
     let (stop, stopped) = watch::channel(false);
     let signal = async move {
         shutdown.await;
@@ -112,7 +120,7 @@ pub async fn serve(
     };
     let work = async {
         let mut give_up = stopped.clone();
-        let started = Serving::start(registry, options, async move {
+        let started = Serving::start_on(host, options, async move {
             stop_requested(&mut give_up).await
         })
         .await;
@@ -137,6 +145,121 @@ pub async fn serve(
     }
 }
 
+/// Where [`serve_with_mcp`] serves MCP, and the name it gives in
+/// `initialize`.
+///
+/// ```no_run
+/// use tool_service::mcp::HttpOptions;
+/// use tool_service::serve::McpListener;
+///
+/// # async fn demo() -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8900").await?;
+/// let mcp = McpListener::new(listener, HttpOptions::default().allow_host("joke-tools"))
+///     .named("joke", "0.3.1");
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+#[derive(Debug)]
+pub struct McpListener {
+    listener: tokio::net::TcpListener,
+    http: crate::mcp::HttpOptions,
+    name: String,
+    version: String,
+}
+
+#[cfg(feature = "mcp")]
+impl McpListener {
+    /// MCP on `listener` (at `/mcp`), as `http` says, named after this
+    /// crate until [`Self::named`].
+    pub fn new(listener: tokio::net::TcpListener, http: crate::mcp::HttpOptions) -> Self {
+        let defaults = crate::mcp::McpOptions::default();
+        Self {
+            listener,
+            http,
+            name: defaults.name,
+            version: defaults.version,
+        }
+    }
+
+    /// The server's name and version in `initialize`.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+}
+
+/// [`serve`], and every tool over MCP (Streamable HTTP) beside it, in one
+/// process: one [`Host`](crate::host::Host) (one selection, one set of
+/// policies and rate limits, one metrics endpoint, MCP's samples labelled
+/// `transport="mcp"`), and one stop: when `shutdown` completes, both drain
+/// within the grace period. If Pulsar cannot start, MCP stops too.
+///
+/// `GET /readyz` is ready only when both are; `GET /readyz/mcp` and `GET
+/// /readyz/pulsar` say it for one (a broker outage fails only the
+/// latter).
+///
+/// ```no_run
+/// use tool_service::mcp::HttpOptions;
+/// use tool_service::serve::{serve_with_mcp, McpListener, ServeOptions};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = tool_service::Registry::collect()?;
+/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
+/// let mcp = McpListener::new(listener, HttpOptions::default());
+/// serve_with_mcp(&registry, &options, mcp, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`serve`]'s.
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub async fn serve_with_mcp(
+    registry: &Registry,
+    options: &ServeOptions,
+    mcp: McpListener,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
+    let host = Host::new(Arc::new(registry.clone()), &options.host)?;
+    let server = crate::mcp::McpServer::on_host(host.clone(), mcp.name, mcp.version);
+    let (stop, stopped) = watch::channel(false);
+    let stopped_when = |mut stopped: watch::Receiver<bool>| async move {
+        stop_requested(&mut stopped).await;
+    };
+    let http = tokio::spawn(crate::mcp::serve_http(
+        server,
+        mcp.listener,
+        mcp.http,
+        stopped_when(stopped.clone()),
+    ));
+    let signal = async {
+        shutdown.await;
+        let _ = stop.send(true);
+    };
+    let pulsar = serve_on(&host, options, stopped_when(stopped));
+    tokio::pin!(signal);
+    tokio::pin!(pulsar);
+    let mut signalled = false;
+    let reports = loop {
+        tokio::select! {
+            reports = &mut pulsar => break reports,
+            () = &mut signal, if !signalled => signalled = true,
+        }
+    };
+    // Pulsar stopped (or never started): MCP stops too.
+    let _ = stop.send(true);
+    match http.await {
+        Ok(Err(error)) => tracing::error!(%error, "MCP stopped with an error"),
+        Err(error) => tracing::error!(%error, "MCP stopped with an error"),
+        Ok(Ok(())) => {}
+    }
+    reports
+}
+
 /// Services that are subscribed and about to serve: requests published from
 /// now on are answered.
 ///
@@ -159,23 +282,13 @@ pub struct Serving {
     workers: Vec<PulsarWorker>,
     grace_period: Duration,
     metrics: Arc<Metrics>,
-    metrics_endpoint: Option<MetricsEndpoint>,
+    metrics_endpoint: Option<OpsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
     nodelay: crate::pulsar_compat::nodelay::Ticker,
     /// What to announce, on which client.
     announcing: Option<Announcing>,
     /// Probes the broker connection while serving.
     watcher: AbortOnDrop,
-}
-
-/// A task that stops when this is dropped (also when start-up fails after
-/// it was spawned).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// The services' announcement, made beside the consumer loops.
@@ -211,12 +324,6 @@ impl Announcing {
     }
 }
 
-/// The metrics server, served while this lives.
-struct MetricsEndpoint {
-    address: SocketAddr,
-    _server: AbortOnDrop,
-}
-
 impl std::fmt::Debug for Serving {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Serving")
@@ -245,37 +352,29 @@ impl Serving {
         options: &ServeOptions,
         give_up: impl Future<Output = ()>,
     ) -> Result<Self, ServeError> {
-        let services = registry.select(&options.only)?;
-        for (id, _) in &options.service_timeouts {
-            if registry.service(id).is_none() {
-                return Err(registry.unknown_service(id).into());
-            }
-        }
+        let host = Host::new(Arc::new(registry.clone()), &options.host)?;
+        Self::start_on(&host, options, give_up).await
+    }
+
+    /// [`Self::start`] on a host that other transports share (its
+    /// selection, policies, metrics and rate limits); `options.host` is not
+    /// read.
+    pub(crate) async fn start_on(
+        host: &Host,
+        options: &ServeOptions,
+        give_up: impl Future<Output = ()>,
+    ) -> Result<Self, ServeError> {
         if let Some(warning) = options.broker.cleartext_token_warning() {
             tracing::warn!("{warning}");
         }
-        let metrics = options
-            .shared_metrics
-            .clone()
-            .unwrap_or_else(|| Arc::new(Metrics::new()));
-        metrics.add_state(registry.state());
+        let metrics = Arc::clone(host.metrics());
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = match options.metrics {
-            Some(address) => {
-                let listener = tokio::net::TcpListener::bind(address)
+            Some(address) => Some(
+                host.serve_ops(address)
                     .await
-                    .map_err(|source| ServeError::Metrics { address, source })?;
-                let bound = listener.local_addr().unwrap_or(address);
-                tracing::info!("metrics on http://{bound}/metrics");
-                let server = tokio::spawn(crate::metrics::serve_metrics(
-                    listener,
-                    Arc::clone(&metrics),
-                ));
-                Some(MetricsEndpoint {
-                    address: bound,
-                    _server: AbortOnDrop(server),
-                })
-            }
+                    .map_err(|source| ServeError::Metrics { address, source })?,
+            ),
             None => None,
         };
         let (pulsar, broker) =
@@ -301,8 +400,10 @@ impl Serving {
         metrics.set_broker_connected(true);
         let nodelay = crate::pulsar_compat::nodelay::keep_applying();
         let budget = budget::Budget::new(options.memory_budget);
-        let mut workers = Vec::with_capacity(services.len());
-        for service in services {
+        let registry = host.registry();
+        let mut workers = Vec::with_capacity(host.hosted_services().len());
+        for hosted in host.hosted_services() {
+            let service = hosted.service;
             workers.push(
                 PulsarWorker::start(
                     &pulsar,
@@ -310,12 +411,13 @@ impl Serving {
                     registry.state().clone(),
                     metrics.service(service.id()),
                     Limits {
-                        concurrency: options.concurrency_of(service),
+                        concurrency: hosted.concurrency,
                         window: options.receive_window_of(service),
-                        timeout: options.timeout_of(service),
+                        timeout: hosted.timeout,
                         log_payloads: options.log_payloads,
                         max_message_size,
                         budget: Arc::clone(&budget),
+                        rate: hosted.limiter.clone(),
                     },
                 )
                 .await?,
@@ -342,7 +444,7 @@ impl Serving {
                 .iter()
                 .map(|worker| worker.service.id().to_owned())
                 .collect();
-            let mut announcement = crate::announce::Announcement::new(registry, &ids)
+            let mut announcement = crate::announce::Announcement::new(registry.as_ref(), &ids)
                 .expect("the services served are the registry's")
                 .in_workspace(announce.workspace.clone());
             if let Some(mcp) = &announce.mcp {
@@ -356,7 +458,7 @@ impl Serving {
         });
         Ok(Self {
             workers,
-            grace_period: options.grace_period,
+            grace_period: host.grace_period(),
             metrics,
             metrics_endpoint,
             nodelay,
@@ -511,7 +613,7 @@ mod tests {
     async fn a_service_without_its_state_is_refused_before_connecting() {
         let registry = Registry::collect().unwrap();
         let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
-        options.only = vec![String::from("serve-tests-stateful-service")];
+        options.host.only = vec![String::from("serve-tests-stateful-service")];
         let started = Serving::start(&registry, &options, std::future::pending()).await;
         match started {
             Err(ServeError::Select(crate::registry::SelectError::MissingState(missing))) => {
@@ -535,7 +637,7 @@ mod tests {
         let registry = Registry::collect().unwrap();
         // Port 9 (discard) on loopback is closed on these machines.
         let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
-        options.only = vec![String::from("serve-tests-hi-service")];
+        options.host.only = vec![String::from("serve-tests-hi-service")];
         options.metrics = Some(SocketAddr::from(([127, 0, 0, 1], port)));
         let started = Serving::start(
             &registry,

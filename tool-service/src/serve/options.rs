@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use super::budget::DEFAULT_MEMORY_BUDGET;
-pub use crate::dispatch::{DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT};
 
 use crate::broker::BrokerOptions;
+use crate::host::HostOptions;
 use crate::spec::Service;
 
 /// How many requests the broker may push to a replica ahead of its handlers
@@ -16,28 +16,17 @@ use crate::spec::Service;
 /// subscription still take turns.
 pub const RECEIVE_WINDOW: usize = 1000;
 
-/// How long in-flight requests may take to finish after a shutdown signal.
-pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
-
 /// What to serve, and how.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The broker.
     pub broker: BrokerOptions,
-    /// Overrides every service's concurrency when set.
-    pub concurrency: Option<usize>,
-    /// Serve only these service ids (all when empty).
-    pub only: Vec<String>,
+    /// What to serve and each service's policy (timeout, concurrency, rate
+    /// limit, grace period), as every transport reads them.
+    pub host: HostOptions,
     /// Requests a replica takes ahead of its handlers, per service
     /// (default [`RECEIVE_WINDOW`], never below the concurrency).
     pub receive_window: Option<usize>,
-    /// How long in-flight requests may take to finish on shutdown.
-    pub grace_period: Duration,
-    /// Per-request timeout of services whose attribute sets none
-    /// (default [`DEFAULT_TIMEOUT`]).
-    pub timeout: Duration,
-    /// Per-request timeouts by service id; these win over the attribute.
-    pub service_timeouts: Vec<(String, Duration)>,
     /// Log each request's `user`, `config` and `arguments` (at info level).
     /// Off by default: config often holds credentials and arguments hold
     /// whatever the LLM was told.
@@ -59,10 +48,6 @@ pub struct ServeOptions {
     /// Announce the served services to TrustGraph's config service once
     /// they are subscribed (see [`crate::announce`]); none by default.
     pub announce: Option<AnnounceOptions>,
-    /// Record into these metrics (and serve them) instead of new ones: how
-    /// an MCP server in the same process (`serve --mcp-listen`) shares the
-    /// metrics endpoint.
-    pub shared_metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 /// How `serve` announces its services to TrustGraph's config service.
@@ -124,7 +109,7 @@ impl ServeOptions {
     ///
     /// ```
     /// let options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
-    /// assert_eq!(options.grace_period, tool_service::serve::DEFAULT_GRACE_PERIOD);
+    /// assert_eq!(options.host.grace_period, tool_service::host::DEFAULT_GRACE_PERIOD);
     /// ```
     pub fn new(url: impl Into<String>) -> Self {
         Self::with_broker(BrokerOptions::new(url))
@@ -143,53 +128,21 @@ impl ServeOptions {
     pub fn with_broker(broker: BrokerOptions) -> Self {
         Self {
             broker,
-            concurrency: None,
-            only: Vec::new(),
+            host: HostOptions::default(),
             receive_window: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,
-            grace_period: DEFAULT_GRACE_PERIOD,
-            timeout: DEFAULT_TIMEOUT,
-            service_timeouts: Vec::new(),
             metrics: None,
             log_payloads: false,
             max_message_size: None,
             announce: None,
-            shared_metrics: None,
         }
-    }
-
-    /// How long one request of `service` may run: a `service_timeouts`
-    /// entry, else the service's `timeout` attribute, else [`Self::timeout`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tool_service::serve::ServeOptions;
-    ///
-    /// /// Say hi.
-    /// #[tool_service::tool_service(topic = "hi", timeout = "5s")]
-    /// async fn hi() -> &'static str { "hi" }
-    ///
-    /// let service = tool_service::Registry::collect().unwrap().service("hi-service").unwrap();
-    /// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
-    /// options.timeout = Duration::from_secs(60);
-    /// assert_eq!(options.timeout_of(service), Duration::from_secs(5));
-    /// options.service_timeouts.push(("hi-service".into(), Duration::from_secs(1)));
-    /// assert_eq!(options.timeout_of(service), Duration::from_secs(1));
-    /// ```
-    pub fn timeout_of(&self, service: Service) -> Duration {
-        crate::dispatch::timeout_of(service, &self.service_timeouts, self.timeout)
-    }
-
-    /// The concurrency a service runs with.
-    pub fn concurrency_of(&self, service: Service) -> usize {
-        crate::dispatch::concurrency_of(service, self.concurrency)
     }
 
     /// The receive window a service runs with.
     pub fn receive_window_of(&self, service: Service) -> usize {
         self.receive_window
             .unwrap_or(RECEIVE_WINDOW)
-            .max(self.concurrency_of(service))
+            .max(self.host.concurrency_of(service))
     }
 }
 
@@ -200,9 +153,9 @@ mod tests {
     #[test]
     fn defaults_are_documented_values() {
         let options = ServeOptions::new("pulsar://x");
-        assert_eq!(options.concurrency, None);
-        assert!(options.only.is_empty());
-        assert_eq!(DEFAULT_CONCURRENCY, 64);
-        assert_eq!(options.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(options.host.concurrency, None);
+        assert!(options.host.only.is_empty());
+        assert_eq!(crate::dispatch::DEFAULT_CONCURRENCY, 64);
+        assert_eq!(options.host.timeout, crate::dispatch::DEFAULT_TIMEOUT);
     }
 }

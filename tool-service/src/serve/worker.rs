@@ -28,6 +28,7 @@ use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
 use super::{stop_requested, ServeError, ServiceReport};
 use crate::backoff::Backoff;
 use crate::dispatch::{self, FrameSink};
+use crate::host::RateLimiter;
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
 use crate::trace::{self, Topics};
@@ -44,6 +45,8 @@ pub(super) struct Limits {
     pub(super) max_message_size: usize,
     /// The replica's byte budget, shared by every service's worker.
     pub(super) budget: Arc<Budget>,
+    /// The service's rate limit, shared with its other transports.
+    pub(super) rate: Option<Arc<RateLimiter>>,
 }
 
 /// A request as the worker keeps it: held against the byte budget.
@@ -116,6 +119,7 @@ pub(super) struct Worker<R: Requests, P: Responses> {
     /// topic would make the broker drop requests silently.
     backlog: VecDeque<Msg<R>>,
     budget: Arc<Budget>,
+    rate: Option<Arc<RateLimiter>>,
     report: ServiceReport,
 }
 
@@ -193,6 +197,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             log_payloads: limits.log_payloads,
             metrics,
             budget: limits.budget,
+            rate: limits.rate,
             gate: Arc::default(),
             requests,
             output: if service.is_streaming() {
@@ -265,11 +270,8 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             if self.persistent {
                 self.nack(&message).await;
             } else {
-                let error = ToolError::with_type(
-                    ToolError::UNAVAILABLE,
-                    "the service is shutting down; try again",
-                );
-                self.take(message, Some(error)).await;
+                self.take(message, Some(crate::host::shutting_down()))
+                    .await;
             }
         }
         // Requests waiting to go back to the broker go now.
@@ -441,8 +443,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         }
     }
 
-    /// Takes on one request: serves it, or answers it with `refusal` at once.
-    async fn take(&mut self, message: Msg<R>, refusal: Option<ToolError>) {
+    /// Takes on one request: serves it, or answers it with `refusal` (or
+    /// the rate limit's) at once.
+    async fn take(&mut self, message: Msg<R>, mut refusal: Option<ToolError>) {
+        if let (None, Some(rate)) = (&refusal, &self.rate) {
+            refusal = rate.admit().err();
+        }
         if self.log_payloads {
             log_payload(R::payload(&message));
         }

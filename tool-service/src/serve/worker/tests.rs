@@ -360,6 +360,7 @@ fn limits(concurrency: usize, window: usize) -> Limits {
         log_payloads: false,
         max_message_size: 5 * 1024 * 1024,
         budget: super::Budget::new(usize::MAX),
+        rate: None,
     }
 }
 

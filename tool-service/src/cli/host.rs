@@ -1,0 +1,159 @@
+//! The flags every serving command shares (`serve`, `mcp`): what to serve
+//! and each service's policy, and the metrics endpoint.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use crate::host::HostOptions;
+use crate::rate::Rate;
+
+/// What to serve and each service's policy: [`HostOptions`].
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct HostArgs {
+    /// Serve only this service id (repeatable; the variable takes a
+    /// comma-separated list).
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_ONLY",
+        value_delimiter = ',',
+        value_name = "SERVICE_ID"
+    )]
+    only: Vec<String>,
+    /// Requests each service handles at once; more wait [default: the
+    /// service's `concurrency`, else 64].
+    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: Option<u32>,
+    /// How long one request may run before it is cancelled and answered
+    /// with a `timeout` error, for services whose `timeout` attribute sets
+    /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
+    /// timeout, over its attribute. Repeatable (the variable takes a
+    /// comma-separated list); units ms, s, m, h.
+    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
+    timeout: Vec<(Option<String>, Duration)>,
+    /// The most calls a service takes on this replica, over every
+    /// transport, e.g. `100/s`, `30/m`, `1000/h` (bursts of up to the count
+    /// at once); more are answered `rate-limited` at once, with when to try
+    /// again. Alone: every service whose `rate` attribute sets none.
+    /// `SERVICE_ID=RATE` sets one service's, over its attribute, and
+    /// `SERVICE_ID=off` lifts it. Repeatable (the variable takes a
+    /// comma-separated list) [default: the service's `rate`, else none].
+    #[arg(long, env = "TOOL_SERVICE_RATE", value_delimiter = ',', value_name = "[SERVICE_ID=]RATE", value_parser = parse_rate)]
+    rate: Vec<(Option<String>, Option<Rate>)>,
+    /// Seconds requests in flight may take to finish after SIGINT/SIGTERM.
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_GRACE_PERIOD",
+        default_value_t = 30,
+        value_name = "SECONDS"
+    )]
+    grace_period: u64,
+}
+
+impl HostArgs {
+    /// The options these flags say.
+    pub(crate) fn options(&self) -> HostOptions {
+        let mut options = HostOptions {
+            only: self.only.clone(),
+            concurrency: self.concurrency.map(|n| n as usize),
+            rates: self.rate.clone(),
+            grace_period: Duration::from_secs(self.grace_period),
+            ..HostOptions::default()
+        };
+        for (service, limit) in &self.timeout {
+            match service {
+                Some(id) => options.service_timeouts.push((id.clone(), *limit)),
+                None => options.timeout = *limit,
+            }
+        }
+        options
+    }
+}
+
+/// `[SERVICE_ID=]RATE`, where RATE may be `off` for one service.
+fn parse_rate(text: &str) -> Result<(Option<String>, Option<Rate>), String> {
+    let read = |rate: &str| {
+        rate.parse::<Rate>()
+            .map_err(|problem| format!("the rate `{rate}` {problem}"))
+    };
+    match text.rsplit_once('=') {
+        Some((id, "off")) if !id.is_empty() => Ok((Some(id.to_owned()), None)),
+        Some((id, rate)) if !id.is_empty() => Ok((Some(id.to_owned()), Some(read(rate)?))),
+        _ if text == "off" => Err(
+            "`off` lifts one service's limit: write SERVICE_ID=off (without a --rate for every service, none is set)"
+                .to_owned(),
+        ),
+        _ => Ok((None, Some(read(text)?))),
+    }
+}
+
+/// Where the metrics and probes are served.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve Prometheus metrics and the probes (/livez, /readyz) on this
+    /// port [default: 8000].
+    #[arg(short = 'P', long, env = "TOOL_SERVICE_METRICS_PORT", value_name = "PORT")]
+    metrics_port: Option<u16>,
+    /// The address to serve metrics on; the default, every interface, is
+    /// what TrustGraph's processors do and what a scraper in another
+    /// container needs.
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_METRICS_ADDRESS",
+        default_value = "0.0.0.0",
+        value_name = "ADDRESS"
+    )]
+    metrics_address: IpAddr,
+    /// Serve Prometheus metrics (the default, but for `mcp` on stdio; see
+    /// --no-metrics).
+    #[arg(long, overrides_with = "no_metrics")]
+    metrics: bool,
+    /// Do not serve Prometheus metrics.
+    #[arg(long, env = "TOOL_SERVICE_NO_METRICS", value_parser = clap::builder::BoolishValueParser::new(), overrides_with = "metrics")]
+    no_metrics: bool,
+}
+
+impl MetricsArgs {
+    /// Where to serve metrics: on by default when `by_default` (a server
+    /// process), else only when a flag or variable asks for them (`mcp` on
+    /// stdio, which a desktop client may start many times over).
+    pub(crate) fn address(&self, by_default: bool) -> Option<SocketAddr> {
+        let asked = self.metrics || self.metrics_port.is_some();
+        if self.no_metrics || !(by_default || asked) {
+            return None;
+        }
+        let port = self
+            .metrics_port
+            .unwrap_or(crate::metrics::DEFAULT_METRICS_PORT);
+        Some(SocketAddr::from((self.metrics_address, port)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_name_a_service_or_every_one() {
+        assert_eq!(
+            parse_rate("100/s"),
+            Ok((None, Some(Rate::per_second(100))))
+        );
+        assert_eq!(
+            parse_rate("joke-service=30/m"),
+            Ok((Some("joke-service".into()), Some(Rate::per_minute(30))))
+        );
+        assert_eq!(
+            parse_rate("joke-service=off"),
+            Ok((Some("joke-service".into()), None))
+        );
+        assert_eq!(
+            parse_rate("0/s").unwrap_err(),
+            "the rate `0/s` must allow at least one call, e.g. `100/s`"
+        );
+        assert_eq!(
+            parse_rate("joke-service=fast").unwrap_err(),
+            "the rate `fast` must be a whole number of calls per `s`, `m` or `h`, e.g. `100/s`"
+        );
+        assert!(parse_rate("off").unwrap_err().contains("SERVICE_ID=off"));
+    }
+}

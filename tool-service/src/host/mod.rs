@@ -1,0 +1,413 @@
+//! What serving a registry's services means on any transport, written
+//! once: the [`Host`].
+//!
+//! Pulsar ([`serve`](crate::serve)) and MCP ([`mcp`](crate::mcp)) are
+//! transports over one host. The host owns:
+//!
+//! - **selection**: which services are served ([`HostOptions::only`]),
+//!   refused at start when there are none, when an id is unknown (with the
+//!   ids there are), or when a `#[state]` value a service takes was never
+//!   provided;
+//! - **policy per service**, resolved once: the timeout, the concurrency
+//!   and the rate limit, from the attribute and the options;
+//! - **admission**: the rate limit and the drain's refusal, with the same
+//!   error types and sentences on both transports;
+//! - **the drain**: in-flight calls counted, new ones refused once the host
+//!   closes, and a grace period to finish;
+//! - **the metrics** of both transports, in one exposition, and the
+//!   endpoint that serves them with the probes.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use tool_service::host::{Host, HostOptions};
+//! use tool_service::{tool_service, Rate, Registry};
+//!
+//! /// Say hello.
+//! #[tool_service(topic = "hello", timeout = "5s", rate = "100/s")]
+//! async fn hello() -> &'static str {
+//!     "hello"
+//! }
+//!
+//! let registry = Arc::new(Registry::collect().unwrap());
+//! let mut options = HostOptions::default();
+//! options.rates.push((Some("hello-service".into()), Some(Rate::per_second(10))));
+//! let host = Host::new(Arc::clone(&registry), &options).unwrap();
+//! let service = registry.service("hello-service").unwrap();
+//! assert_eq!(host.timeout_of(service), Some(Duration::from_secs(5)));
+//! assert_eq!(host.rate_of(service), Some(Rate::per_second(10)));
+//!
+//! options.only = vec!["helo-service".into()];
+//! let refused = Host::new(registry, &options).unwrap_err();
+//! assert_eq!(refused.to_string(), "no service `helo-service` in this binary (known: hello-service)");
+//! ```
+//!
+//! # Rate limits
+//!
+//! A service's `rate = "100/s"` attribute, [`HostOptions::rates`] (`--rate
+//! [SERVICE_ID=]RATE`, which wins) or neither: no limit. A limit is **per
+//! replica**, over every transport the replica serves, with bursts of up to
+//! its count at once (a token bucket); three replicas of a `100/s` service
+//! take up to 300 calls a second. A call over the limit is answered at once,
+//! never queued: over Pulsar with an error frame of type `rate-limited`, over
+//! MCP with an `isError` result, both saying when to try again, and counted
+//! in `tg_tool_service_errors_total{type="rate-limited"}`.
+
+mod limiter;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+pub(crate) use limiter::RateLimiter;
+
+use crate::error::ToolError;
+use crate::metrics::Metrics;
+use crate::rate::Rate;
+use crate::registry::{Registry, SelectError};
+use crate::spec::Service;
+
+/// How long calls in flight may take to finish once serving stops.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+
+/// What to serve and the policy of each service, for every transport.
+///
+/// ```
+/// use std::time::Duration;
+/// use tool_service::host::HostOptions;
+/// use tool_service::Rate;
+///
+/// let mut options = HostOptions::default();
+/// options.only = vec!["joke-service".into()];
+/// options.timeout = Duration::from_secs(30);
+/// options.rates.push((None, Some(Rate::per_second(50))));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostOptions {
+    /// Serve only these service ids (all when empty).
+    pub only: Vec<String>,
+    /// Overrides every service's concurrency when set.
+    pub concurrency: Option<usize>,
+    /// How long one request may run, for services whose `timeout` attribute
+    /// sets none (default [`DEFAULT_TIMEOUT`](crate::dispatch::DEFAULT_TIMEOUT)).
+    pub timeout: Duration,
+    /// Per-service timeouts by service id; these win over the attribute.
+    pub service_timeouts: Vec<(String, Duration)>,
+    /// Rate limits: `(None, rate)` for every service whose attribute sets
+    /// none, `(Some(id), rate)` for one service, over its attribute; a
+    /// `None` rate lifts the limit. The last entry that applies wins.
+    pub rates: Vec<(Option<String>, Option<Rate>)>,
+    /// How long calls in flight may take to finish once serving stops.
+    pub grace_period: Duration,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            only: Vec::new(),
+            concurrency: None,
+            timeout: crate::dispatch::DEFAULT_TIMEOUT,
+            service_timeouts: Vec::new(),
+            rates: Vec::new(),
+            grace_period: DEFAULT_GRACE_PERIOD,
+        }
+    }
+}
+
+impl HostOptions {
+    /// How long one request of `service` may run: a `service_timeouts`
+    /// entry, else the service's `timeout` attribute, else
+    /// [`Self::timeout`].
+    pub fn timeout_of(&self, service: Service) -> Duration {
+        self.service_timeouts
+            .iter()
+            .rev()
+            .find(|(id, _)| id == service.id())
+            .map(|(_, limit)| *limit)
+            .or(service.timeout())
+            .unwrap_or(self.timeout)
+    }
+
+    /// The requests `service` handles at once: [`Self::concurrency`], else
+    /// its attribute's, else
+    /// [`DEFAULT_CONCURRENCY`](crate::dispatch::DEFAULT_CONCURRENCY); at
+    /// least one.
+    pub fn concurrency_of(&self, service: Service) -> usize {
+        self.concurrency
+            .or(service.concurrency())
+            .unwrap_or(crate::dispatch::DEFAULT_CONCURRENCY)
+            .max(1)
+    }
+
+    /// The rate limit of `service`: the last [`Self::rates`] entry that
+    /// names it, else its attribute's, else the last entry for every
+    /// service; none: no limit.
+    pub fn rate_of(&self, service: Service) -> Option<Rate> {
+        let named = self
+            .rates
+            .iter()
+            .rev()
+            .find(|(id, _)| id.as_deref() == Some(service.id()));
+        if let Some((_, rate)) = named {
+            return *rate;
+        }
+        service.rate().or_else(|| {
+            self.rates
+                .iter()
+                .rev()
+                .find(|(id, _)| id.is_none())
+                .and_then(|(_, rate)| *rate)
+        })
+    }
+
+    /// Every service id these options name, to check that the binary has
+    /// them.
+    fn named_ids(&self) -> impl Iterator<Item = &str> {
+        self.only
+            .iter()
+            .map(String::as_str)
+            .chain(self.service_timeouts.iter().map(|(id, _)| id.as_str()))
+            .chain(self.rates.iter().filter_map(|(id, _)| id.as_deref()))
+    }
+}
+
+/// The services of a registry as served on every transport of a process:
+/// selected and checked once, with their policies, one drain and one set
+/// of metrics. Cheap to clone; clones share everything.
+///
+/// See the [module documentation](self).
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Arc<Registry>,
+    services: Vec<Hosted>,
+    metrics: Arc<Metrics>,
+    grace_period: Duration,
+    /// Calls running now over transports that count them here, and whether
+    /// new ones are refused.
+    in_flight: AtomicUsize,
+    closing: AtomicBool,
+    idle: Notify,
+}
+
+/// One service as hosted: its policy, resolved once.
+#[derive(Debug)]
+pub(crate) struct Hosted {
+    pub(crate) service: Service,
+    pub(crate) timeout: Duration,
+    pub(crate) concurrency: usize,
+    /// Shared by every transport: the limit is the replica's.
+    pub(crate) limiter: Option<Arc<RateLimiter>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("services", &self.inner.services)
+            .field("grace_period", &self.inner.grace_period)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// Selects and checks the services `options` asks for, and resolves
+    /// their policies.
+    ///
+    /// # Errors
+    /// [`SelectError`]: no services at all, an id in `options` (`only`, a
+    /// timeout or a rate) this binary does not have, or a `#[state]` value
+    /// a selected service takes that was never provided.
+    pub fn new(registry: Arc<Registry>, options: &HostOptions) -> Result<Self, SelectError> {
+        check_names(&registry, options)?;
+        let services = registry.select(&options.only)?;
+        let services = services
+            .into_iter()
+            .map(|service| Hosted {
+                service,
+                timeout: options.timeout_of(service),
+                concurrency: options.concurrency_of(service),
+                limiter: options
+                    .rate_of(service)
+                    .map(|rate| Arc::new(RateLimiter::new(rate))),
+            })
+            .collect();
+        let metrics = Arc::new(Metrics::new());
+        metrics.add_state(registry.state());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                registry,
+                services,
+                metrics,
+                grace_period: options.grace_period,
+                in_flight: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
+                idle: Notify::new(),
+            }),
+        })
+    }
+
+    /// The registry the services come from.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// The services served, in the order selected.
+    pub fn services(&self) -> impl Iterator<Item = Service> + '_ {
+        self.inner.services.iter().map(|hosted| hosted.service)
+    }
+
+    /// How long one request of `service` may run (none: not served here).
+    pub fn timeout_of(&self, service: Service) -> Option<Duration> {
+        self.hosted(service.id()).map(|hosted| hosted.timeout)
+    }
+
+    /// The requests `service` handles at once (none: not served here).
+    pub fn concurrency_of(&self, service: Service) -> Option<usize> {
+        self.hosted(service.id()).map(|hosted| hosted.concurrency)
+    }
+
+    /// The rate limit of `service` on this replica (none: no limit, or not
+    /// served here).
+    pub fn rate_of(&self, service: Service) -> Option<Rate> {
+        self.hosted(service.id())
+            .and_then(|hosted| hosted.limiter.as_ref())
+            .map(|limiter| limiter.rate())
+    }
+
+    /// The metrics of every transport of this host.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// How long calls in flight may take to finish once serving stops.
+    pub fn grace_period(&self) -> Duration {
+        self.inner.grace_period
+    }
+
+    pub(crate) fn hosted_services(&self) -> &[Hosted] {
+        &self.inner.services
+    }
+
+    pub(crate) fn hosted(&self, id: &str) -> Option<&Hosted> {
+        self.inner
+            .services
+            .iter()
+            .find(|hosted| hosted.service.id() == id)
+    }
+
+    /// Counts a call in flight while the guard lives, or refuses it when
+    /// the host is closing.
+    pub(crate) fn enter(&self) -> Result<Entered<'_>, ToolError> {
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        let entered = Entered(&self.inner);
+        if self.is_closing() {
+            return Err(shutting_down());
+        }
+        Ok(entered)
+    }
+
+    /// Whether new calls are refused (the drain has begun).
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.load(Ordering::Acquire)
+    }
+
+    /// Calls running now on transports that count them here (MCP).
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Refuses new calls from now on (answered "the service is shutting
+    /// down; try again"), marks the metrics as draining (`/readyz` 503),
+    /// and waits up to `grace` for the calls counted here to finish;
+    /// whether they all did.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.inner.closing.store(true, Ordering::Release);
+        self.inner.metrics.set_draining();
+        let idle = async {
+            loop {
+                let notified = self.inner.idle.notified();
+                if self.in_flight() == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(grace, idle).await.is_ok()
+    }
+
+    /// Serves `/metrics`, `/livez` and `/readyz` (and `/readyz/pulsar`,
+    /// `/readyz/mcp`) at `address` while the endpoint lives.
+    pub(crate) async fn serve_ops(&self, address: SocketAddr) -> std::io::Result<OpsEndpoint> {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        let bound = listener.local_addr().unwrap_or(address);
+        tracing::info!("metrics on http://{bound}/metrics");
+        let server = tokio::spawn(crate::metrics::serve_metrics(
+            listener,
+            Arc::clone(&self.inner.metrics),
+        ));
+        Ok(OpsEndpoint {
+            address: bound,
+            _server: AbortOnDrop(server),
+        })
+    }
+}
+
+/// Refuses `options` for `registry` before any state is built: no services
+/// at all, or an id (in `only`, a timeout or a rate) it does not have.
+pub(crate) fn check_names(registry: &Registry, options: &HostOptions) -> Result<(), SelectError> {
+    if registry.services().is_empty() {
+        return Err(SelectError::NothingToServe);
+    }
+    match options
+        .named_ids()
+        .find(|id| registry.service(id).is_none())
+    {
+        Some(unknown) => Err(registry.unknown_service(unknown)),
+        None => Ok(()),
+    }
+}
+
+/// A call counted in flight while this lives.
+pub(crate) struct Entered<'a>(&'a Inner);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// The refusal of a call that arrives once the drain has begun.
+pub(crate) fn shutting_down() -> ToolError {
+    ToolError::with_type(
+        ToolError::UNAVAILABLE,
+        "the service is shutting down; try again",
+    )
+}
+
+/// The endpoint of the metrics and probes, served while this lives.
+pub(crate) struct OpsEndpoint {
+    pub(crate) address: SocketAddr,
+    _server: AbortOnDrop,
+}
+
+/// A task that stops when this is dropped (also when start-up fails after
+/// it was spawned).
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests;

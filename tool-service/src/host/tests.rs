@@ -1,0 +1,189 @@
+//! The host's rules, once for every transport: no broker, no socket.
+
+use super::*;
+use crate::state::State;
+
+/// Says hi.
+#[crate::tool_service(topic = "host-tests-hi", timeout = "5s", rate = "2/s")]
+async fn host_hi() -> &'static str {
+    "hi"
+}
+
+/// Says a shared number.
+#[crate::tool_service(topic = "host-tests-stateful", concurrency = 3)]
+async fn host_stateful(#[state] number: &u32) -> u32 {
+    *number
+}
+
+fn registry() -> Arc<Registry> {
+    Arc::new(Registry::collect().unwrap())
+}
+
+fn only(ids: &[&str]) -> HostOptions {
+    HostOptions {
+        only: ids.iter().map(|id| (*id).to_owned()).collect(),
+        ..HostOptions::default()
+    }
+}
+
+#[test]
+fn a_host_refuses_what_it_cannot_serve_before_serving() {
+    let empty = Arc::new(Registry::from_services([]).unwrap());
+    let refused = Host::new(empty, &HostOptions::default()).unwrap_err();
+    assert!(matches!(refused, SelectError::NothingToServe));
+    assert!(refused.to_string().contains("add `use my_tools as _;`"));
+
+    for options in [
+        only(&["host-tests-hey-service"]),
+        HostOptions {
+            service_timeouts: vec![("host-tests-hey-service".into(), Duration::from_secs(1))],
+            ..only(&["host-tests-hi-service"])
+        },
+        HostOptions {
+            rates: vec![(Some("host-tests-hey-service".into()), None)],
+            ..only(&["host-tests-hi-service"])
+        },
+    ] {
+        let refused = Host::new(registry(), &options).unwrap_err();
+        let text = refused.to_string();
+        assert!(
+            text.starts_with("no service `host-tests-hey-service` in this binary (known: ")
+                && text.contains("host-tests-hi-service"),
+            "{text}"
+        );
+    }
+
+    let refused = Host::new(registry(), &only(&["host-tests-stateful-service"])).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "service `host-tests-stateful-service` takes a `u32` as #[state], and none was provided: \
+         add it to the State the setup hook returns (App::setup), or with Registry::with_state"
+    );
+}
+
+#[test]
+fn state_held_in_an_arc_is_named_in_the_refusal() {
+    let registry = Registry::collect()
+        .unwrap()
+        .with_state(State::new().with(Arc::new(7_u32)));
+    let refused = Host::new(Arc::new(registry), &only(&["host-tests-stateful-service"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.ends_with(
+            ". The State holds an `Arc<u32>`, which is another type: add the `u32` itself \
+             (the State shares it already; `#[state] x: Arc<u32>` receives it as an `Arc`)"
+        ),
+        "{refused}"
+    );
+}
+
+#[test]
+fn policies_come_from_the_options_then_the_attribute_then_the_defaults() {
+    let registry = registry().as_ref().clone().with_state(State::new().with(1_u32));
+    let registry = Arc::new(registry);
+    let hi = registry.service("host-tests-hi-service").unwrap();
+    let stateful = registry.service("host-tests-stateful-service").unwrap();
+    let ids = ["host-tests-hi-service", "host-tests-stateful-service"];
+
+    let host = Host::new(Arc::clone(&registry), &only(&ids)).unwrap();
+    let ids_served: Vec<_> = host.services().map(|service| service.id()).collect();
+    assert_eq!(ids_served, ids);
+    assert_eq!(host.timeout_of(hi), Some(Duration::from_secs(5)));
+    assert_eq!(
+        host.timeout_of(stateful),
+        Some(crate::dispatch::DEFAULT_TIMEOUT)
+    );
+    assert_eq!(host.concurrency_of(stateful), Some(3));
+    assert_eq!(
+        host.concurrency_of(hi),
+        Some(crate::dispatch::DEFAULT_CONCURRENCY)
+    );
+    assert_eq!(host.rate_of(hi), Some(Rate::per_second(2)));
+    assert_eq!(host.rate_of(stateful), None);
+
+    let options = HostOptions {
+        concurrency: Some(9),
+        timeout: Duration::from_secs(7),
+        service_timeouts: vec![("host-tests-hi-service".into(), Duration::from_secs(1))],
+        rates: vec![
+            (None, Some(Rate::per_minute(60))),
+            (Some("host-tests-hi-service".into()), Some(Rate::per_hour(5))),
+        ],
+        ..only(&ids)
+    };
+    let host = Host::new(Arc::clone(&registry), &options).unwrap();
+    assert_eq!(host.timeout_of(hi), Some(Duration::from_secs(1)));
+    assert_eq!(host.timeout_of(stateful), Some(Duration::from_secs(7)));
+    assert_eq!(host.concurrency_of(stateful), Some(9));
+    assert_eq!(host.rate_of(hi), Some(Rate::per_hour(5)));
+    // The rate for every service applies where the attribute sets none.
+    assert_eq!(host.rate_of(stateful), Some(Rate::per_minute(60)));
+
+    // `off` lifts the attribute's limit; the last entry wins.
+    let options = HostOptions {
+        rates: vec![
+            (Some("host-tests-hi-service".into()), Some(Rate::per_hour(5))),
+            (Some("host-tests-hi-service".into()), None),
+        ],
+        ..only(&ids)
+    };
+    let host = Host::new(registry, &options).unwrap();
+    assert_eq!(host.rate_of(hi), None);
+    // Not served here: no policy.
+    let host = Host::new(registry_with_number(), &only(&[ids[1]])).unwrap();
+    assert_eq!(host.timeout_of(hi), None);
+}
+
+fn registry_with_number() -> Arc<Registry> {
+    Arc::new(
+        Registry::collect()
+            .unwrap()
+            .with_state(State::new().with(1_u32)),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_over_the_rate_is_partly_refused_with_when_to_try_again() {
+    let host = Host::new(registry(), &only(&["host-tests-hi-service"])).unwrap();
+    let hosted = host.hosted("host-tests-hi-service").unwrap();
+    let limiter = hosted.limiter.as_ref().unwrap();
+    let outcomes: Vec<_> = (0..5).map(|_| limiter.admit()).collect();
+    assert_eq!(outcomes.iter().filter(|outcome| outcome.is_ok()).count(), 2);
+    let refused = outcomes[2].as_ref().unwrap_err();
+    assert_eq!(refused.kind(), ToolError::RATE_LIMITED);
+    assert_eq!(
+        refused.message(),
+        "the service is called more often than its limit of 2 calls per second; try again in 500 ms"
+    );
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert!(limiter.admit().is_ok());
+    assert!(limiter.admit().is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_drain_refuses_new_calls_and_waits_for_those_in_flight() {
+    let host = Host::new(registry(), &only(&["host-tests-hi-service"])).unwrap();
+    let entered = host.enter().unwrap();
+    assert_eq!(host.in_flight(), 1);
+    let draining = {
+        let host = host.clone();
+        tokio::spawn(async move { host.drain(Duration::from_secs(10)).await })
+    };
+    tokio::task::yield_now().await;
+    assert!(host.is_closing());
+    let refused = host.enter().err().unwrap();
+    assert_eq!(refused.kind(), ToolError::UNAVAILABLE);
+    assert_eq!(refused.message(), "the service is shutting down; try again");
+    assert_eq!(host.in_flight(), 1, "a refused call is not counted");
+    assert_eq!(host.metrics().readiness().unwrap_err(), "shutting down\n");
+    tokio::time::advance(Duration::from_secs(3)).await;
+    assert!(!draining.is_finished());
+    drop(entered);
+    assert!(draining.await.unwrap(), "drained within the grace period");
+
+    // A call that outlives the grace period is abandoned.
+    let host = Host::new(registry(), &only(&["host-tests-hi-service"])).unwrap();
+    let _stuck = host.enter().unwrap();
+    assert!(!host.drain(Duration::from_secs(1)).await);
+}
