@@ -130,6 +130,12 @@ async fn hold(ms: u64) -> String {
 /// The tests that call `hold` take turns: they count its calls.
 static HOLDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Answer, three times a minute at most.
+#[tool_service(topic = "mcp-limited", rate = "3/m")]
+async fn limited() -> &'static str {
+    "answered"
+}
+
 /// A client that passes progress notifications on.
 struct Client {
     progress: mpsc::UnboundedSender<ProgressNotificationParam>,
@@ -202,6 +208,7 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
         [
             "fail",
             "hold",
+            "limited",
             "nothing",
             "numbers",
             "panic-now",
@@ -440,7 +447,43 @@ async fn the_drain_lets_calls_in_flight_finish_and_refuses_new_ones() {
     assert_eq!(text(&result), "held 200 ms");
     assert!(drained);
     assert_eq!(refused.is_error, Some(true));
-    assert_eq!(text(&refused), "the server is shutting down; try again");
+    assert_eq!(text(&refused), "the service is shutting down; try again");
+}
+
+#[tokio::test]
+async fn a_burst_over_the_rate_limit_is_partly_refused_as_tool_errors_that_say_when_to_retry() {
+    let connected = connect().await;
+    let calls = (0..5).map(|_| call(&connected, "limited", json!({})));
+    let results = futures_util::future::join_all(calls).await;
+    let answered = results
+        .iter()
+        .filter(|result| result.is_error != Some(true));
+    assert_eq!(answered.count(), 3, "{results:?}");
+    for refused in results
+        .iter()
+        .filter(|result| result.is_error == Some(true))
+    {
+        let text = text(refused);
+        assert!(
+            text.starts_with(
+                "the service is called more often than its limit of 3 calls per minute; try again in "
+            ),
+            "{text}"
+        );
+    }
+    let metrics = connected.server.host().metrics().render();
+    assert!(
+        metrics.contains(
+            "tg_tool_service_errors_total{processor=\"mcp-limited-service\",transport=\"mcp\",type=\"rate-limited\"} 2\n"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "tg_dynamic_tool_service_invocation_total{processor=\"mcp-limited-service\",transport=\"mcp\"} 3\n"
+        ),
+        "{metrics}"
+    );
 }
 
 async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {

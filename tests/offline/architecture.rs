@@ -16,7 +16,9 @@ use syn::{Item, Token, UseTree};
 /// The layers, lowest first. Every top-level module of the crate is in one.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &["backoff", "duration", "error", "known", "log_text", "state"],
+    &[
+        "backoff", "duration", "error", "known", "log_text", "rate", "state",
+    ],
     // OpenTelemetry: configuration, propagation and export (feature `otel`).
     &["otel"],
     // The request's parts and the frames of its answer.
@@ -30,13 +32,19 @@ const LAYERS: &[&[&str]] = &[
     &["registry"],
     // What generated code reaches, by absolute path.
     &["__private"],
+    // What serving means on every transport: the metrics, and the host
+    // (selection, policy, admission, the drain).
+    &["metrics"],
+    &["host"],
     // The broker side (feature `pulsar`).
     &["pulsar_compat"],
     &["broker"],
-    &["announce", "client", "metrics"],
-    // The two transports, siblings over the same request path: Pulsar
-    // (feature `pulsar`) and MCP (feature `mcp`).
-    &["serve", "mcp"],
+    &["announce", "client"],
+    // The two transports over the host: MCP (feature `mcp`), then Pulsar
+    // (feature `pulsar`), which also serves MCP beside it
+    // (`serve::serve_with_mcp`).
+    &["mcp"],
+    &["serve"],
     // The command line (feature `cli`).
     &["cli"],
 ];

@@ -98,10 +98,10 @@ mod registry;
 // the drain and the metrics.
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
-pub mod metrics;
+pub mod host;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
-pub mod host;
+pub mod metrics;
 
 // The broker side.
 #[cfg(feature = "pulsar")]
@@ -145,10 +145,10 @@ pub mod __private;
 pub use cli::{App, HookError};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
+pub use rate::Rate;
 pub use registry::{
     MissingServices, MissingState, Problem, Registry, RegistryError, SelectError, UnknownName,
 };
-pub use rate::Rate;
 pub use response::response_text;
 pub use spec::Service;
 pub use state::State;

@@ -27,7 +27,7 @@ pub struct Config {
 ///
 /// # Arguments
 /// * `topic` - The topic.
-#[tool_service(topic = "strict", concurrency = 4, timeout = "5s", tool(name = "strict-a"), tool(name = "strict-b", description = "B"))]
+#[tool_service(topic = "strict", concurrency = 4, timeout = "5s", rate = "10/s", tool(name = "strict-a"), tool(name = "strict-b", description = "B"))]
 pub async fn strict(
     #[config] config: Config,
     topic: std::string::String,

@@ -91,7 +91,12 @@ fn parse_rate(text: &str) -> Result<(Option<String>, Option<Rate>), String> {
 pub(crate) struct MetricsArgs {
     /// Serve Prometheus metrics and the probes (/livez, /readyz) on this
     /// port [default: 8000].
-    #[arg(short = 'P', long, env = "TOOL_SERVICE_METRICS_PORT", value_name = "PORT")]
+    #[arg(
+        short = 'P',
+        long,
+        env = "TOOL_SERVICE_METRICS_PORT",
+        value_name = "PORT"
+    )]
     metrics_port: Option<u16>,
     /// The address to serve metrics on; the default, every interface, is
     /// what TrustGraph's processors do and what a scraper in another
@@ -134,10 +139,7 @@ mod tests {
 
     #[test]
     fn rates_name_a_service_or_every_one() {
-        assert_eq!(
-            parse_rate("100/s"),
-            Ok((None, Some(Rate::per_second(100))))
-        );
+        assert_eq!(parse_rate("100/s"), Ok((None, Some(Rate::per_second(100)))));
         assert_eq!(
             parse_rate("joke-service=30/m"),
             Ok((Some("joke-service".into()), Some(Rate::per_minute(30))))

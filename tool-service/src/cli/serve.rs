@@ -176,11 +176,7 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     options.metrics = args.metrics.address(true);
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
-        Some(address) => Some((
-            address,
-            args.mcp_http.options()?,
-            meta,
-        )),
+        Some(address) => Some((address, args.mcp_http.options()?, meta)),
         None => None,
     };
     #[cfg(not(feature = "mcp"))]
@@ -281,18 +277,36 @@ mod tests {
         );
         let at = |address: [u8; 4], port| Some(std::net::SocketAddr::from((address, port)));
         assert_eq!(args.metrics.address(true), at([0, 0, 0, 0], 2));
-        assert_eq!(serve_args(&["--metrics", "--no-metrics"]).metrics.address(true), None);
-        assert_eq!(serve_args(&[]).metrics.address(true), at([0, 0, 0, 0], 8000));
+        assert_eq!(
+            serve_args(&["--metrics", "--no-metrics"])
+                .metrics
+                .address(true),
+            None
+        );
+        assert_eq!(
+            serve_args(&[]).metrics.address(true),
+            at([0, 0, 0, 0], 8000)
+        );
         // Off unless asked for, where that is the default (`mcp` on stdio).
         assert_eq!(serve_args(&[]).metrics.address(false), None);
-        assert_eq!(serve_args(&["--metrics"]).metrics.address(false), at([0, 0, 0, 0], 8000));
-        assert_eq!(serve_args(&["-P", "9"]).metrics.address(false), at([0, 0, 0, 0], 9));
         assert_eq!(
-            serve_args(&["--metrics-address", "127.0.0.1"]).metrics.address(true),
+            serve_args(&["--metrics"]).metrics.address(false),
+            at([0, 0, 0, 0], 8000)
+        );
+        assert_eq!(
+            serve_args(&["-P", "9"]).metrics.address(false),
+            at([0, 0, 0, 0], 9)
+        );
+        assert_eq!(
+            serve_args(&["--metrics-address", "127.0.0.1"])
+                .metrics
+                .address(true),
             at([127, 0, 0, 1], 8000)
         );
         assert_eq!(
-            serve_args(&["--metrics-address", "::1"]).metrics.address(true),
+            serve_args(&["--metrics-address", "::1"])
+                .metrics
+                .address(true),
             Some("[::1]:8000".parse().unwrap())
         );
     }

@@ -80,7 +80,10 @@ fn state_held_in_an_arc_is_named_in_the_refusal() {
 
 #[test]
 fn policies_come_from_the_options_then_the_attribute_then_the_defaults() {
-    let registry = registry().as_ref().clone().with_state(State::new().with(1_u32));
+    let registry = registry()
+        .as_ref()
+        .clone()
+        .with_state(State::new().with(1_u32));
     let registry = Arc::new(registry);
     let hi = registry.service("host-tests-hi-service").unwrap();
     let stateful = registry.service("host-tests-stateful-service").unwrap();
@@ -108,7 +111,10 @@ fn policies_come_from_the_options_then_the_attribute_then_the_defaults() {
         service_timeouts: vec![("host-tests-hi-service".into(), Duration::from_secs(1))],
         rates: vec![
             (None, Some(Rate::per_minute(60))),
-            (Some("host-tests-hi-service".into()), Some(Rate::per_hour(5))),
+            (
+                Some("host-tests-hi-service".into()),
+                Some(Rate::per_hour(5)),
+            ),
         ],
         ..only(&ids)
     };
@@ -123,7 +129,10 @@ fn policies_come_from_the_options_then_the_attribute_then_the_defaults() {
     // `off` lifts the attribute's limit; the last entry wins.
     let options = HostOptions {
         rates: vec![
-            (Some("host-tests-hi-service".into()), Some(Rate::per_hour(5))),
+            (
+                Some("host-tests-hi-service".into()),
+                Some(Rate::per_hour(5)),
+            ),
             (Some("host-tests-hi-service".into()), None),
         ],
         ..only(&ids)

@@ -307,12 +307,14 @@ impl McpServer {
         arguments: serde_json::Map<String, Value>,
         progress: Option<Progress>,
     ) -> CallToolResult {
-        let admitted = self.inner.host.enter().and_then(|entered| {
-            match &tool.rate {
+        let admitted = self
+            .inner
+            .host
+            .enter()
+            .and_then(|entered| match &tool.rate {
                 Some(rate) => rate.admit().map(|()| entered),
                 None => Ok(entered),
-            }
-        });
+            });
         let _entered = match admitted {
             Ok(entered) => entered,
             Err(refusal) => {

@@ -421,7 +421,11 @@ impl Metrics {
                 let _ = match service.transport {
                     None => writeln!(failing, "not subscribed: {}", service.processor),
                     Some(transport) => {
-                        writeln!(failing, "not served over {transport}: {}", service.processor)
+                        writeln!(
+                            failing,
+                            "not served over {transport}: {}",
+                            service.processor
+                        )
                     }
                 };
             }

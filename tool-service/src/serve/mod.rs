@@ -120,10 +120,13 @@ async fn serve_on(
     };
     let work = async {
         let mut give_up = stopped.clone();
-        let started = Serving::start_on(host, options, async move {
-            stop_requested(&mut give_up).await
-        })
-        .await;
+        let started =
+            Serving::start_on(
+                host,
+                options,
+                async move { stop_requested(&mut give_up).await },
+            )
+            .await;
         let serving = match started {
             Ok(serving) => serving,
             Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),

@@ -270,8 +270,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             if self.persistent {
                 self.nack(&message).await;
             } else {
-                self.take(message, Some(crate::host::shutting_down()))
-                    .await;
+                self.take(message, Some(crate::host::shutting_down())).await;
             }
         }
         // Requests waiting to go back to the broker go now.
