@@ -53,7 +53,10 @@ def command(server, listen=None):
     transport = ["--listen", listen] if listen else ["--stdio"]
     if server in ("ours", "ours-before"):
         binary = os.environ.get("OURS_BEFORE") if server == "ours-before" else str(common.BIN / "ours")
-        return [binary, "mcp", "--log-level", "warn"] + (["--listen", listen] if listen else [])
+        # Like rmcp_echo, no metrics endpoint (a binary from before `mcp`
+        # served one has no --no-metrics).
+        quiet = ["--no-metrics"] if server == "ours" else []
+        return [binary, "mcp", "--log-level", "warn", *quiet] + (["--listen", listen] if listen else [])
     if server.startswith("rmcp"):
         return [str(common.BIN / "rmcp_echo")] + transport
     return [common.PYTHON, str(common.ROOT / "bench" / "py_mcp_server.py")] + transport

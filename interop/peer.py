@@ -126,7 +126,7 @@ class McpHttp:
         if serve:
             command = ["serve", "-p", PULSAR_URL, "--metrics-port", "0", "--mcp-listen", listen]
         else:
-            command = ["mcp", "--listen", listen]
+            command = ["mcp", "--listen", listen, "--metrics-port", "0"]
         self.process = subprocess.Popen(
             [str(examples_dir() / example), *command, *args],
             stdout=subprocess.DEVNULL,

@@ -55,6 +55,53 @@ async fn concurrency_bounds_the_requests_running_at_once() {
     );
 }
 
+/// Answers, at most four times a minute.
+///
+/// # Arguments
+/// * `n` - A number.
+#[tool_service(topic = "it-flow-limited", rate = "4/m")]
+async fn it_flow_limited(n: u32) -> String {
+    n.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_over_the_rate_limit_is_partly_refused_with_when_to_retry() {
+    let _suite = support::suite(module_path!());
+    let served = support::InProcess::start(&["it-flow-limited-service"]).await;
+    let client = support::client("non-persistent", "it-flow-limited").await;
+    let calls = (0..7).map(|n| {
+        let client = &client;
+        async move { client.call(&json!({}), &json!({"n": n})).await }
+    });
+    let (mut answered, mut refused) = (0, 0);
+    for answer in futures_util::future::join_all(calls).await {
+        match answer {
+            Ok(_) => answered += 1,
+            Err(CallError::Tool(error)) => {
+                refused += 1;
+                assert_eq!(error.kind(), "rate-limited", "{error:?}");
+                assert!(
+                    error.message().starts_with(
+                        "the service is called more often than its limit of 4 calls per minute; try again in "
+                    ),
+                    "{error:?}"
+                );
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((answered, refused), (4, 3));
+    let metrics = served.metrics.render();
+    assert!(
+        metrics.contains(
+            "tg_tool_service_errors_total{processor=\"it-flow-limited-service\",type=\"rate-limited\"} 3\n"
+        ),
+        "{metrics}"
+    );
+    let report = served.stop().await["it-flow-limited-service"];
+    assert_eq!((report.answered, report.refused), (7, 3));
+}
+
 /// Slow, on persistent topics.
 ///
 /// # Arguments

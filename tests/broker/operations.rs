@@ -329,7 +329,7 @@ async fn readyz_follows_the_start_and_the_drain_and_livez_answers_throughout() {
     }
     let (status, body) = support::get(port, "/readyz");
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
-    assert_eq!(body, "no service subscribed yet\n");
+    assert_eq!(body, "not subscribed: wait-service\n");
     unreachable.signal("KILL");
     let _ = unreachable.child.wait();
 

@@ -5,6 +5,8 @@
 //! * `features`: what each cargo feature adds to the dependency tree;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
+//! * `ops`: the metrics and probes of `mcp` (HTTP and stdio) and of `serve
+//!   --mcp-listen` while its broker does not answer;
 //! * `registries`: every example binary's registry is valid;
 //! * `suites`: every broker test takes its suite's turn;
 //! * `ui`: the attribute's compile errors and accepted shapes (trybuild);
@@ -17,6 +19,7 @@ mod architecture;
 mod features;
 mod fuzz_seeds;
 mod golden;
+mod ops;
 mod registries;
 mod suites;
 mod ui;

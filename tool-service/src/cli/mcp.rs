@@ -121,6 +121,7 @@ pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
         Some(address) => Some(bind(address).await?),
         None => None,
     };
+    let server = McpServer::on_host(host.clone(), run.options.name, run.options.version);
     let _ops = match run.metrics {
         Some(address) => Some(
             host.serve_ops(address)
@@ -129,7 +130,6 @@ pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
         ),
         None => None,
     };
-    let server = McpServer::on_host(host, run.options.name, run.options.version);
     match listener {
         None => {
             crate::mcp::serve_stdio(server, super::shutdown_signal()).await?;

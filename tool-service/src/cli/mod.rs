@@ -236,16 +236,24 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
             .parse(&directives)
             .map_err(|error| format!("RUST_LOG={directives}: {error}"))?,
         // The MCP SDK's own lines (each session's client, each
-        // notification) only when debugging; its warnings always.
+        // notification) only when debugging; its transport's warnings (a
+        // refused `Host`, say) always. Its session loop's lines are about
+        // one client: a call of an unknown tool (already answered to the
+        // client, in Rust debug text), a response to a client that left, a
+        // session closed by the drain. Those show when debugging only; the
+        // tools server logs what matters of them in its own words.
         _ => {
-            let sdk = if level >= tracing::Level::DEBUG {
+            let debugging = level >= tracing::Level::DEBUG;
+            let sdk = if debugging {
                 level
             } else {
                 level.min(tracing::Level::WARN)
             };
+            let sessions = if debugging { "debug" } else { "off" };
             EnvFilter::default()
                 .add_directive(level.into())
                 .add_directive(format!("rmcp={sdk}").parse()?)
+                .add_directive(format!("rmcp::service={sessions}").parse()?)
         }
     };
     let layer = if args.log_format.eq_ignore_ascii_case("json") {

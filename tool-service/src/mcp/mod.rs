@@ -444,6 +444,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(tool) = self.find(&request.name) else {
+            tracing::debug!(
+                tool = %Untrusted::id(&request.name),
+                "a call of a tool this server does not have; answered with the tools it has"
+            );
             return Err(unknown_tool(&request.name, &self.inner.tools));
         };
         let id = context.id.to_string();

@@ -432,9 +432,13 @@ impl Metrics {
         }
         if served == 0 && failing.is_empty() {
             match only {
-                None | Some(None) => failing.push_str("no service subscribed yet\n"),
-                Some(Some(transport)) => {
-                    let _ = writeln!(failing, "nothing is served over {transport}");
+                None => failing.push_str("no service subscribed yet\n"),
+                Some(transport) => {
+                    let _ = writeln!(
+                        failing,
+                        "nothing is served over {}",
+                        transport.unwrap_or("pulsar")
+                    );
                 }
             }
         }

@@ -371,6 +371,11 @@ impl Serving {
             tracing::warn!("{warning}");
         }
         let metrics = Arc::clone(host.metrics());
+        // Every service is counted from the start, not subscribed yet: a
+        // process that also serves MCP is not ready while Pulsar connects.
+        for service in host.services() {
+            metrics.service(service.id());
+        }
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = match options.metrics {
             Some(address) => Some(

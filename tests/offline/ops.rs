@@ -1,0 +1,241 @@
+//! The metrics and probes of every serving command, scraped from the
+//! example binaries: `mcp --listen`, `mcp` on stdio, and `serve
+//! --mcp-listen` while its broker does not answer (readiness per
+//! transport). No broker is needed: the Pulsar side of the last one tries
+//! to connect the whole time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::support;
+
+/// An example binary; killed when dropped.
+struct Running {
+    child: Child,
+    log: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(args: &[&str], stdin: Stdio) -> Self {
+        let mut child = Command::new(support::example("joke"))
+            .env_remove("RUST_LOG")
+            .args(args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the example");
+        let stderr = child.stderr.take().unwrap();
+        let (lines, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            log,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The port of the first log line with `needle` and `http://HOST:PORT`.
+    fn port_in_log(&mut self, needle: &str) -> u16 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(port) = self
+                .seen
+                .iter()
+                .filter(|line| line.contains(needle))
+                .find_map(|line| port_of(line))
+            {
+                return port;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!(
+                    "no log line with {needle:?}; saw:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = self.child.wait().unwrap();
+        self.seen.extend(self.log.try_iter());
+        assert!(
+            !self.seen.iter().any(|line| line.contains("ERROR")),
+            "a clean stop logs no error:\n{}",
+            self.seen.join("\n")
+        );
+        status
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The port of `http://HOST:PORT/…` in a log line.
+fn port_of(line: &str) -> Option<u16> {
+    let url = &line[line.find("http://")? + "http://".len()..];
+    let authority = url.split('/').next()?;
+    authority.rsplit_once(':')?.1.parse().ok()
+}
+
+/// Polls `GET path` until its status line contains `status`.
+fn wait_for(port: u16, path: &str, status: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (line, body) = support::get(port, path);
+        if line.contains(status) {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GET {path}: {line}, not {status}:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A JSON-RPC exchange over MCP's stdio: one line out, the answer back.
+fn exchange(stdin: &mut impl Write, stdout: &mut BufReader<ChildStdout>, message: &str) -> String {
+    writeln!(stdin, "{message}").unwrap();
+    stdin.flush().unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    answer
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ops-test","version":"1"}}}"#;
+const CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tell-joke","arguments":{"topic":"ops"}}}"#;
+const UNKNOWN_TOOL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tell-jokes","arguments":{}}}"#;
+const MCP_CALLS: &str =
+    "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\",transport=\"mcp\"} 1\n";
+
+#[test]
+fn mcp_over_http_serves_metrics_and_probes() {
+    let mut mcp = Running::start(
+        &["mcp", "--listen", "127.0.0.1:0", "--metrics-port", "0"],
+        Stdio::null(),
+    );
+    let metrics = mcp.port_in_log("metrics on");
+    let listen = mcp.port_in_log("serving MCP");
+    assert_eq!(wait_for(metrics, "/readyz", "200"), "ready\n");
+    assert_eq!(wait_for(metrics, "/readyz/mcp", "200"), "ready\n");
+    assert_eq!(
+        wait_for(metrics, "/readyz/pulsar", "503"),
+        "nothing is served over pulsar\n"
+    );
+    assert_eq!(support::get(metrics, "/livez").0, "HTTP/1.1 200 OK");
+    let (_, body) = support::scrape(metrics);
+    assert!(
+        body.contains(
+            "tg_consumer_state{processor=\"joke-service\",transport=\"mcp\",consumer=\"request\",tg_consumer_state=\"running\"} 1\n"
+        ),
+        "{body}"
+    );
+    assert!(listen > 0);
+    assert!(mcp.terminate().success());
+}
+
+#[test]
+fn mcp_on_stdio_serves_metrics_when_asked_and_is_ready_once_initialized() {
+    let mut mcp = Running::start(&["mcp", "--metrics-port", "0"], Stdio::piped());
+    let metrics = mcp.port_in_log("metrics on");
+    assert_eq!(
+        wait_for(metrics, "/readyz", "503"),
+        "not served over mcp: joke-service\n"
+    );
+    let mut stdin = mcp.child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(mcp.child.stdout.take().unwrap());
+    let initialized = exchange(&mut stdin, &mut stdout, INITIALIZE);
+    assert!(initialized.contains("\"serverInfo\""), "{initialized}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    assert_eq!(wait_for(metrics, "/readyz", "200"), "ready\n");
+    let answer = exchange(&mut stdin, &mut stdout, CALL);
+    assert!(answer.contains("\"isError\":false"), "{answer}");
+    let (_, body) = support::scrape(metrics);
+    assert!(body.contains(MCP_CALLS), "{body}");
+    let unknown = exchange(&mut stdin, &mut stdout, UNKNOWN_TOOL);
+    assert!(unknown.contains("-32602"), "{unknown}");
+    // The client leaves: the server stops by itself.
+    drop(stdin);
+    let status = mcp.child.wait().unwrap();
+    assert!(status.success());
+    mcp.seen.extend(mcp.log.iter());
+    // A client's mistake is the client's to hear, not a warning in Rust
+    // debug text.
+    assert!(
+        !mcp.seen
+            .iter()
+            .any(|line| line.contains("WARN") || line.contains("ErrorData")),
+        "{}",
+        mcp.seen.join("\n")
+    );
+
+    // Without --metrics or --metrics-port, no port is opened on stdio.
+    let mut quiet = Running::start(&["mcp", "--log-level", "debug"], Stdio::piped());
+    let mut stdin = quiet.child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(quiet.child.stdout.take().unwrap());
+    exchange(&mut stdin, &mut stdout, INITIALIZE);
+    drop(stdin);
+    assert!(quiet.child.wait().unwrap().success());
+    quiet.seen.extend(quiet.log.try_iter());
+    assert!(
+        !quiet.seen.iter().any(|line| line.contains("metrics on")),
+        "{}",
+        quiet.seen.join("\n")
+    );
+}
+
+#[test]
+fn with_pulsar_down_the_mcp_side_stays_ready_on_its_own_probe() {
+    // Port 9 (discard) on loopback is closed on these machines: the broker
+    // never answers, and Pulsar retries for as long as the process runs.
+    let mut both = Running::start(
+        &[
+            "serve",
+            "--pulsar-host",
+            "pulsar://127.0.0.1:9",
+            "--mcp-listen",
+            "127.0.0.1:0",
+            "--metrics-port",
+            "0",
+        ],
+        Stdio::null(),
+    );
+    let metrics = both.port_in_log("metrics on");
+    both.port_in_log("serving MCP");
+    assert_eq!(wait_for(metrics, "/readyz/mcp", "200"), "ready\n");
+    assert_eq!(
+        wait_for(metrics, "/readyz/pulsar", "503"),
+        "not subscribed: joke-service\n"
+    );
+    assert_eq!(
+        wait_for(metrics, "/readyz", "503"),
+        "not subscribed: joke-service\n"
+    );
+    assert!(both.terminate().success());
+}
