@@ -158,8 +158,14 @@ struct Connected {
 }
 
 async fn connect() -> Connected {
+    connect_with(|_| {}).await
+}
+
+async fn connect_with(configure: impl FnOnce(&mut McpOptions)) -> Connected {
     let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::new("mcp-tests", "1.2.3")).unwrap();
+    let mut options = McpOptions::new("mcp-tests", "1.2.3");
+    configure(&mut options);
+    let server = McpServer::new(registry, options).unwrap();
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let serving = server.clone();
     tokio::spawn(async move {
@@ -448,6 +454,34 @@ async fn the_drain_lets_calls_in_flight_finish_and_refuses_new_ones() {
     assert!(drained);
     assert_eq!(refused.is_error, Some(true));
     assert_eq!(text(&refused), "the service is shutting down; try again");
+}
+
+#[tokio::test]
+async fn over_the_memory_budget_a_call_is_answered_overloaded_and_a_large_one_runs_alone() {
+    let _turn = HOLDING.lock().await;
+    // Less than one call's arguments: a call runs only alone.
+    let connected = connect_with(|options| options.host.memory_budget = 8).await;
+    let started = HOLD_STARTED.load(Ordering::SeqCst);
+    let running = call(&connected, "hold", json!({"ms": 300}));
+    let refused = async {
+        wait_for("the call to start", || {
+            HOLD_STARTED.load(Ordering::SeqCst) > started
+        })
+        .await;
+        call(&connected, "tell-pun", json!({"topic": "memory"})).await
+    };
+    let (answered, refused) = tokio::join!(running, refused);
+    assert_eq!(text(&answered), "held 300 ms");
+    assert_eq!(refused.is_error, Some(true));
+    let refusal = text(&refused);
+    assert!(
+        refusal.starts_with("the service holds as many requests as its memory budget allows (")
+            && refusal.ends_with(" of 8 bytes); try again later"),
+        "{refusal}"
+    );
+    // Alone again: answered.
+    let alone = call(&connected, "tell-pun", json!({"topic": "memory"})).await;
+    assert_eq!(alone.is_error, Some(false), "{alone:?}");
 }
 
 #[tokio::test]

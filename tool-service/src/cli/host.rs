@@ -39,6 +39,13 @@ pub(crate) struct HostArgs {
     /// comma-separated list) [default: the service's `rate`, else none].
     #[arg(long, env = "TOOL_SERVICE_RATE", value_delimiter = ',', value_name = "[SERVICE_ID=]RATE", value_parser = parse_rate)]
     rate: Vec<(Option<String>, Option<Rate>)>,
+    /// The request data this replica holds in memory at once, queued and
+    /// running, over every service and transport: e.g. `256MiB`, `1GiB`,
+    /// `500MB` or bytes. Over it, a persistent topic is not read until
+    /// answers free some, and a non-persistent topic's requests and MCP
+    /// calls are answered `overloaded`; a larger request still runs, alone.
+    #[arg(long, env = "TOOL_SERVICE_MEMORY_BUDGET", value_name = "SIZE", default_value = "64MiB", value_parser = super::parse_size)]
+    memory_budget: usize,
     /// Seconds requests in flight may take to finish after SIGINT/SIGTERM.
     #[arg(
         long,
@@ -57,6 +64,7 @@ impl HostArgs {
             concurrency: self.concurrency.map(|n| n as usize),
             rates: self.rate.clone(),
             grace_period: Duration::from_secs(self.grace_period),
+            memory_budget: self.memory_budget,
             ..HostOptions::default()
         };
         for (service, limit) in &self.timeout {

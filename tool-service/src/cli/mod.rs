@@ -389,7 +389,7 @@ fn parse_mcp_url(text: &str) -> Result<String, String> {
 
 /// A size in bytes: a number, with an optional unit (`B`, `KB`, `KiB`,
 /// `MB`, `MiB`, `GB`, `GiB`, any case).
-#[cfg(feature = "pulsar")]
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let split = text
@@ -653,16 +653,19 @@ mod env_tests {
     }
 
     #[test]
-    #[cfg(feature = "pulsar")]
+    #[cfg(all(feature = "pulsar", feature = "mcp"))]
     fn the_memory_budget_flag_defaults_to_the_library_default() {
         let cli = Cli::command();
-        let serve = cli.find_subcommand("serve").unwrap();
-        let flag = serve
-            .get_arguments()
-            .find(|arg| arg.get_id() == "memory_budget")
-            .unwrap();
-        let default = flag.get_default_values()[0].to_str().unwrap();
-        assert_eq!(parse_size(default), Ok(crate::serve::DEFAULT_MEMORY_BUDGET));
+        for command in ["serve", "mcp"] {
+            let flag = cli
+                .find_subcommand(command)
+                .unwrap()
+                .get_arguments()
+                .find(|arg| arg.get_id() == "memory_budget")
+                .unwrap();
+            let default = flag.get_default_values()[0].to_str().unwrap();
+            assert_eq!(parse_size(default), Ok(crate::host::DEFAULT_MEMORY_BUDGET));
+        }
     }
 
     /// The variable a flag of a long-running command reads: the broker's

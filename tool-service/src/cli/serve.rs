@@ -70,13 +70,6 @@ pub(crate) struct ServeArgs {
     /// non-persistent topic's requests are answered `overloaded` at once.
     #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
     receive_window: u32,
-    /// The request data this replica holds in memory at once, queued and
-    /// running, over every service: e.g. `256MiB`, `1GiB`, `500MB` or bytes.
-    /// Over it, a persistent topic is not read until answers free some and
-    /// a non-persistent topic's requests are answered `overloaded`; a
-    /// larger request still runs, alone.
-    #[arg(long, env = "TOOL_SERVICE_MEMORY_BUDGET", value_name = "SIZE", default_value = "64MiB", value_parser = super::parse_size)]
-    memory_budget: usize,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's
     /// announced maximum applies regardless [default: the broker's].
@@ -170,7 +163,6 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     }
     options.host = args.host.options();
     options.receive_window = Some(args.receive_window as usize);
-    options.memory_budget = args.memory_budget;
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.log_payloads = args.log_payloads;
     options.metrics = args.metrics.address(true);

@@ -10,8 +10,9 @@
 //!   provided;
 //! - **policy per service**, resolved once: the timeout, the concurrency
 //!   and the rate limit, from the attribute and the options;
-//! - **admission**: the rate limit and the drain's refusal, with the same
-//!   error types and sentences on both transports;
+//! - **admission**: the rate limit, the byte budget (`--memory-budget`) and
+//!   the drain's refusal, with the same error types and sentences on both
+//!   transports;
 //! - **the drain**: in-flight calls counted, new ones refused once the host
 //!   closes, and a grace period to finish;
 //! - **the metrics** of both transports, in one exposition, and the
@@ -53,6 +54,7 @@
 //! MCP with an `isError` result, both saying when to try again, and counted
 //! in `tg_tool_service_errors_total{type="rate-limited"}`.
 
+mod budget;
 mod limiter;
 
 use std::net::SocketAddr;
@@ -62,6 +64,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+pub use budget::DEFAULT_MEMORY_BUDGET;
+pub(crate) use budget::{size_text, Budget, Held};
 pub(crate) use limiter::RateLimiter;
 
 use crate::error::ToolError;
@@ -103,6 +107,14 @@ pub struct HostOptions {
     pub rates: Vec<(Option<String>, Option<Rate>)>,
     /// How long calls in flight may take to finish once serving stops.
     pub grace_period: Duration,
+    /// The request bytes a replica holds in memory at once, queued and
+    /// running, over every service and transport (default
+    /// [`DEFAULT_MEMORY_BUDGET`]). Over it, a persistent topic is not read
+    /// until answers free some, and a non-persistent topic's requests and
+    /// MCP calls are answered `overloaded` at once. A request larger than
+    /// the budget still runs, alone. The Pulsar client's read-ahead on
+    /// persistent topics is sized to fit it too.
+    pub memory_budget: usize,
 }
 
 impl Default for HostOptions {
@@ -114,6 +126,7 @@ impl Default for HostOptions {
             service_timeouts: Vec::new(),
             rates: Vec::new(),
             grace_period: DEFAULT_GRACE_PERIOD,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -190,6 +203,8 @@ struct Inner {
     services: Vec<Hosted>,
     metrics: Arc<Metrics>,
     grace_period: Duration,
+    /// The replica's byte budget, over every service and transport.
+    budget: Arc<Budget>,
     /// Calls running now over transports that count them here, and whether
     /// new ones are refused.
     in_flight: AtomicUsize,
@@ -246,6 +261,7 @@ impl Host {
                 services,
                 metrics,
                 grace_period: options.grace_period,
+                budget: Budget::new(options.memory_budget),
                 in_flight: AtomicUsize::new(0),
                 closing: AtomicBool::new(false),
                 idle: Notify::new(),
@@ -289,6 +305,11 @@ impl Host {
     /// How long calls in flight may take to finish once serving stops.
     pub fn grace_period(&self) -> Duration {
         self.inner.grace_period
+    }
+
+    /// The replica's byte budget.
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.inner.budget
     }
 
     pub(crate) fn hosted_services(&self) -> &[Hosted] {

@@ -327,6 +327,15 @@ impl McpServer {
             config: tool.config.clone(),
             arguments: Value::Object(arguments).to_string(),
         };
+        // Held against the replica's byte budget, as a Pulsar request is.
+        let bytes = request.config.len() + request.arguments.len();
+        let budget = self.inner.host.budget();
+        if budget.refuses(bytes) {
+            let refusal = budget.refusal();
+            tool.metrics.refused(refusal.kind());
+            return failure(refusal.message());
+        }
+        let _held = budget.hold((), bytes);
         // Closed only when the server is dropped; waiting calls then fail.
         let Ok(_permit) = tool.permits.acquire().await else {
             return failure(crate::host::shutting_down().message());

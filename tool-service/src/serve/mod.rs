@@ -6,7 +6,6 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
-mod budget;
 mod busy;
 mod connection;
 mod gate;
@@ -22,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use options::{AnnounceOptions, ServeOptions, DEFAULT_MEMORY_BUDGET, RECEIVE_WINDOW};
+pub use options::{AnnounceOptions, ServeOptions, RECEIVE_WINDOW};
 
 use crate::host::{AbortOnDrop, Host, OpsEndpoint};
 use crate::metrics::Metrics;
@@ -407,7 +406,7 @@ impl Serving {
         );
         metrics.set_broker_connected(true);
         let nodelay = crate::pulsar_compat::nodelay::keep_applying();
-        let budget = budget::Budget::new(options.memory_budget);
+        let budget = host.budget();
         let registry = host.registry();
         let mut workers = Vec::with_capacity(host.hosted_services().len());
         for hosted in host.hosted_services() {
@@ -424,7 +423,7 @@ impl Serving {
                         timeout: hosted.timeout,
                         log_payloads: options.log_payloads,
                         max_message_size,
-                        budget: Arc::clone(&budget),
+                        budget: Arc::clone(budget),
                         rate: hosted.limiter.clone(),
                     },
                 )

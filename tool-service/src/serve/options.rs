@@ -3,8 +3,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use super::budget::DEFAULT_MEMORY_BUDGET;
-
 use crate::broker::BrokerOptions;
 use crate::host::HostOptions;
 use crate::spec::Service;
@@ -22,7 +20,7 @@ pub struct ServeOptions {
     /// The broker.
     pub broker: BrokerOptions,
     /// What to serve and each service's policy (timeout, concurrency, rate
-    /// limit, grace period), as every transport reads them.
+    /// limit, grace period, memory budget), as every transport reads them.
     pub host: HostOptions,
     /// Requests a replica takes ahead of its handlers, per service
     /// (default [`RECEIVE_WINDOW`], never below the concurrency).
@@ -34,13 +32,6 @@ pub struct ServeOptions {
     /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
     /// default here, `0.0.0.0:8000` from the command line.
     pub metrics: Option<SocketAddr>,
-    /// The request bytes a replica holds in memory at once, queued and
-    /// running, over every service (default [`DEFAULT_MEMORY_BUDGET`]).
-    /// Over it, a persistent topic is not read until answers free some, and
-    /// a non-persistent topic's requests are answered `overloaded` at once.
-    /// A request larger than the budget still runs, alone. The Pulsar
-    /// client's read-ahead on persistent topics is sized to fit it too.
-    pub memory_budget: usize,
     /// The largest response message to publish, in bytes, when it must be
     /// below what the broker announces (e.g. a topic policy sets a lower
     /// `maxMessageSize`). The broker's own limit always applies.
@@ -130,7 +121,6 @@ impl ServeOptions {
             broker,
             host: HostOptions::default(),
             receive_window: None,
-            memory_budget: DEFAULT_MEMORY_BUDGET,
             metrics: None,
             log_payloads: false,
             max_message_size: None,

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{watch, Mutex};
 
-use super::budget::{size_text, Budget, Held};
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
 use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
@@ -29,6 +28,7 @@ use super::{stop_requested, ServeError, ServiceReport};
 use crate::backoff::Backoff;
 use crate::dispatch::{self, FrameSink};
 use crate::host::RateLimiter;
+use crate::host::{Budget, Held};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
 use crate::trace::{self, Topics};
@@ -314,14 +314,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 let over_budget = !self.persistent && self.budget.refuses(bytes);
                 let message = self.budget.hold(message, bytes);
                 if over_budget {
-                    let error = ToolError::with_type(
-                        ToolError::OVERLOADED,
-                        format!(
-                            "the service holds as many requests as its memory budget allows ({} of {}); try again later",
-                            size_text(self.budget.held()),
-                            size_text(self.budget.limit())
-                        ),
-                    );
+                    let error = self.budget.refusal();
                     self.take(message, Some(error)).await;
                 } else if self.busy.len() < self.concurrency {
                     self.take(message, None).await;

@@ -359,7 +359,7 @@ fn limits(concurrency: usize, window: usize) -> Limits {
         timeout: Duration::from_secs(3600),
         log_payloads: false,
         max_message_size: 5 * 1024 * 1024,
-        budget: super::Budget::new(usize::MAX),
+        budget: crate::host::Budget::new(usize::MAX),
         rate: None,
     }
 }
@@ -574,7 +574,7 @@ async fn on_a_persistent_topic_the_worker_stops_reading_when_its_window_is_full(
 /// Limits with a byte budget of `bytes` (a `{}` request is 32 bytes).
 fn budgeted(concurrency: usize, window: usize, bytes: usize) -> Limits {
     Limits {
-        budget: super::Budget::new(bytes),
+        budget: crate::host::Budget::new(bytes),
         ..limits(concurrency, window)
     }
 }

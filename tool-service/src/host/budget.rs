@@ -1,13 +1,13 @@
 //! The byte budget of a replica: how much request data its workers hold in
 //! memory at once, queued and running, over every service.
 //!
-//! Each request taken from the broker is [`Held`] until it is answered and
-//! acknowledged (or given back); its payload's bytes count against the
-//! budget meanwhile. Over the budget, a persistent topic's worker stops
-//! reading, and wakes when a release brings the total back under it; a
-//! non-persistent topic's worker answers `overloaded` at once. A request
-//! larger than the whole budget is still taken when nothing else is held,
-//! and so runs alone.
+//! Each request taken from the broker, or called over MCP, is [`Held`]
+//! until it is answered (and acknowledged, or given back); its payload's
+//! bytes count against the budget meanwhile, over every transport. Over the
+//! budget, a persistent topic's worker stops reading, and wakes when a
+//! release brings the total back under it; a non-persistent topic's worker
+//! and MCP answer `overloaded` at once. A request larger than the whole
+//! budget is still taken when nothing else is held, and so runs alone.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 64 * 1024 * 1024;
 
 /// A replica's budget and what is held against it.
 #[derive(Debug)]
-pub(super) struct Budget {
+pub(crate) struct Budget {
     limit: usize,
     held: AtomicUsize,
     /// Woken when a release takes the total from at or over the limit to
@@ -31,7 +31,7 @@ pub(super) struct Budget {
 
 impl Budget {
     /// A budget of `limit` bytes (at least one).
-    pub(super) fn new(limit: usize) -> Arc<Self> {
+    pub(crate) fn new(limit: usize) -> Arc<Self> {
         Arc::new(Self {
             limit: limit.max(1),
             held: AtomicUsize::new(0),
@@ -40,31 +40,31 @@ impl Budget {
     }
 
     /// The budget, in bytes.
-    pub(super) fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 
     /// The bytes held now.
-    pub(super) fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }
 
     /// Whether a request of `bytes` would go over the budget, with others
     /// held (alone, any request fits).
-    pub(super) fn refuses(&self, bytes: usize) -> bool {
+    pub(crate) fn refuses(&self, bytes: usize) -> bool {
         let held = self.held();
         held > 0 && held.saturating_add(bytes) > self.limit
     }
 
     /// Whether the budget is used up: a persistent topic's worker stops
     /// reading.
-    pub(super) fn is_spent(&self) -> bool {
+    pub(crate) fn is_spent(&self) -> bool {
         self.held() >= self.limit
     }
 
     /// Completes once the budget is not spent; at once if it is not now.
     /// Wakes up for a release no matter when it happens after the call.
-    pub(super) async fn room(&self) {
+    pub(crate) async fn room(&self) {
         loop {
             let released = self.released.notified();
             tokio::pin!(released);
@@ -77,7 +77,7 @@ impl Budget {
     }
 
     /// Holds `message`, whose payload has `bytes`, until the guard drops.
-    pub(super) fn hold<M>(self: &Arc<Self>, message: M, bytes: usize) -> Held<M> {
+    pub(crate) fn hold<M>(self: &Arc<Self>, message: M, bytes: usize) -> Held<M> {
         self.held.fetch_add(bytes, Ordering::Relaxed);
         Held {
             message,
@@ -94,9 +94,23 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// The `overloaded` refusal of a request over the budget.
+    pub(crate) fn refusal(&self) -> crate::error::ToolError {
+        crate::error::ToolError::with_type(
+            crate::error::ToolError::OVERLOADED,
+            format!(
+                "the service holds as many requests as its memory budget allows ({} of {}); try again later",
+                size_text(self.held()),
+                size_text(self.limit())
+            ),
+        )
+    }
+}
+
 /// A size as a refusal says it: whole MiB, else whole KiB, else bytes,
 /// rounded up (a budget under a MiB reads "512 KiB", never "0 MiB").
-pub(super) fn size_text(bytes: usize) -> String {
+pub(crate) fn size_text(bytes: usize) -> String {
     const KIB: usize = 1 << 10;
     const MIB: usize = 1 << 20;
     if bytes >= MIB {
@@ -111,7 +125,7 @@ pub(super) fn size_text(bytes: usize) -> String {
 /// A request held against the budget; its bytes are released when it is
 /// dropped.
 #[derive(Debug)]
-pub(super) struct Held<M> {
+pub(crate) struct Held<M> {
     message: M,
     bytes: usize,
     budget: Arc<Budget>,
