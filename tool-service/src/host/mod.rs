@@ -65,7 +65,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 pub use budget::DEFAULT_MEMORY_BUDGET;
-pub(crate) use budget::{size_text, Budget, Held};
+pub(crate) use budget::{Budget, Held};
 pub(crate) use limiter::RateLimiter;
 
 use crate::error::ToolError;
