@@ -55,6 +55,8 @@ impl Unit {
         }
     }
 
+    // For the refusal, which only the transports make.
+    #[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
     fn word(self) -> &'static str {
         match self {
             Self::Second => "second",
@@ -109,6 +111,7 @@ impl Rate {
     }
 
     /// The rate in words, for a sentence: "100 calls per second".
+    #[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
     pub(crate) fn in_words(&self) -> String {
         let calls = self.calls.get();
         let noun = if calls == 1 { "call" } else { "calls" };

@@ -58,12 +58,14 @@ impl Budget {
 
     /// Whether the budget is used up: a persistent topic's worker stops
     /// reading.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn is_spent(&self) -> bool {
         self.held() >= self.limit
     }
 
     /// Completes once the budget is not spent; at once if it is not now.
     /// Wakes up for a release no matter when it happens after the call.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) async fn room(&self) {
         loop {
             let released = self.released.notified();

@@ -65,7 +65,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 pub use budget::DEFAULT_MEMORY_BUDGET;
-pub(crate) use budget::{Budget, Held};
+pub(crate) use budget::Budget;
+#[cfg(feature = "pulsar")]
+pub(crate) use budget::Held;
 pub(crate) use limiter::RateLimiter;
 
 use crate::error::ToolError;
@@ -324,7 +326,9 @@ impl Host {
     }
 
     /// Counts a call in flight while the guard lives, or refuses it when
-    /// the host is closing.
+    /// the host is closing. (Pulsar's worker counts its own requests, with
+    /// what it holds of them for the broker.)
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn enter(&self) -> Result<Entered<'_>, ToolError> {
         self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
         let entered = Entered(&self.inner);
@@ -365,6 +369,7 @@ impl Host {
 
     /// Serves `/metrics`, `/livez` and `/readyz` (and `/readyz/pulsar`,
     /// `/readyz/mcp`) at `address` while the endpoint lives.
+    #[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
     pub(crate) async fn serve_ops(&self, address: SocketAddr) -> std::io::Result<OpsEndpoint> {
         let listener = tokio::net::TcpListener::bind(address).await?;
         let bound = listener.local_addr().unwrap_or(address);
@@ -396,6 +401,7 @@ pub(crate) fn check_names(registry: &Registry, options: &HostOptions) -> Result<
 }
 
 /// A call counted in flight while this lives.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) struct Entered<'a>(&'a Inner);
 
 impl Drop for Entered<'_> {
@@ -415,7 +421,10 @@ pub(crate) fn shutting_down() -> ToolError {
 }
 
 /// The endpoint of the metrics and probes, served while this lives.
+#[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
 pub(crate) struct OpsEndpoint {
+    /// Where it listens (read by `Serving::metrics_address`).
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) address: SocketAddr,
     _server: AbortOnDrop,
 }
