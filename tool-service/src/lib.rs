@@ -44,8 +44,12 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `metrics`, `serve` (the `pulsar` client, rustls) |
+//! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `serve` (the `pulsar` client, rustls) |
 //! | `mcp` | yes | serving every tool over the Model Context Protocol: [`mcp`], stdio and Streamable HTTP (rmcp, hyper) |
+//!
+//! With either transport: [`host`] (what both share: selection, each
+//! service's timeout, concurrency and rate limit, the byte budget, the
+//! drain) and [`metrics`] (the families, `/metrics` and the probes).
 //! | `cli` | yes | `run!()`: the command line (`descriptors`, `list`, `call`, and `serve` with `pulsar`) (clap, tracing-subscriber) |
 //!
 //! Without them the crate has the attribute, the [`Registry`], the
@@ -145,7 +149,7 @@ pub mod __private;
 pub use cli::{App, HookError};
 pub use context::Context;
 pub use error::{ToolError, TypedError};
-pub use rate::Rate;
+pub use rate::{ParseRateError, Rate};
 pub use registry::{
     MissingServices, MissingState, Problem, Registry, RegistryError, SelectError, UnknownName,
 };
@@ -185,6 +189,7 @@ pub use stream::{Chunks, Collected, StreamClosed};
 /// | `subscription = "…"` | Shared subscription name | `"{id}-request"` |
 /// | `concurrency = 8` | most requests handled at once | the `serve` default |
 /// | `timeout = "30s"` | how long one request may run before it is cancelled and answered with a `timeout` error (`ms`, `s`, `m` or `h`) | `serve --timeout` (600 s) |
+/// | `rate = "100/s"` | the most calls it takes per replica, over every transport, per second, minute or hour (`s`, `m` or `h`), in bursts of up to that many; more are answered `rate-limited` (see [`host`](crate::host#rate-limits)) | `--rate`, else no limit |
 /// | `strict` | decode the LLM's arguments exactly as their types say: no coercion of `"5"` to `5` and the like (bounds are checked either way; see [What the LLM may send](#what-the-llm-may-send)) | tolerant |
 /// | `tool(…)` | a tool backed by this service, with the keys below; repeatable | one tool named after the function in kebab-case, described by the doc comment's first paragraph |
 /// | `crate = "…"` | path to the `tool_service` crate | `::tool_service` |

@@ -20,8 +20,8 @@ use std::time::Duration;
 /// assert_eq!(rate.to_string(), "100/s");
 /// assert_eq!("30/m".parse::<Rate>().unwrap().period(), Duration::from_secs(60));
 /// assert_eq!(
-///     "0/s".parse::<Rate>().unwrap_err(),
-///     "must allow at least one call, e.g. `100/s`"
+///     "0/s".parse::<Rate>().unwrap_err().to_string(),
+///     "a rate must allow at least one call, e.g. `100/s`"
 /// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,12 +140,32 @@ impl Rate {
 }
 
 impl FromStr for Rate {
-    type Err = &'static str;
+    type Err = ParseRateError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::parse(text)
+        Self::parse(text).map_err(ParseRateError)
     }
 }
+
+/// Why a text is not a [`Rate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseRateError(&'static str);
+
+impl ParseRateError {
+    /// What is wrong, completing a sentence that names the text: "must
+    /// allow at least one call, e.g. `100/s`".
+    pub(crate) fn problem(&self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for ParseRateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a rate {}", self.0)
+    }
+}
+
+impl std::error::Error for ParseRateError {}
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,7 +199,7 @@ mod tests {
             assert_eq!(read, expected, "{text:?}");
             assert_eq!(attribute::parse_rate(text).ok(), expected, "{text:?}");
             assert_eq!(
-                text.parse::<Rate>().err(),
+                text.parse::<Rate>().err().map(|error| error.problem()),
                 attribute::parse_rate(text).err(),
                 "{text:?}"
             );

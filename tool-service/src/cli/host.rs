@@ -81,7 +81,7 @@ impl HostArgs {
 fn parse_rate(text: &str) -> Result<(Option<String>, Option<Rate>), String> {
     let read = |rate: &str| {
         rate.parse::<Rate>()
-            .map_err(|problem| format!("the rate `{rate}` {problem}"))
+            .map_err(|error| format!("the rate `{rate}` {}", error.problem()))
     };
     match text.rsplit_once('=') {
         Some((id, "off")) if !id.is_empty() => Ok((Some(id.to_owned()), None)),

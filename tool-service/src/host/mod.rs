@@ -64,10 +64,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-pub use budget::DEFAULT_MEMORY_BUDGET;
 pub(crate) use budget::Budget;
 #[cfg(feature = "pulsar")]
 pub(crate) use budget::Held;
+pub use budget::DEFAULT_MEMORY_BUDGET;
 pub(crate) use limiter::RateLimiter;
 
 use crate::error::ToolError;

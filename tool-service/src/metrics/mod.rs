@@ -1,7 +1,9 @@
 //! Prometheus metrics of a serving process, per service.
 //!
-//! `serve` exposes them on `http://0.0.0.0:8000/metrics` by default
-//! (`--metrics-port`, `--no-metrics`), in Prometheus' text format. Names
+//! `serve` and `mcp --listen` expose them on `http://0.0.0.0:8000/metrics`
+//! by default (`--metrics-port`, `--no-metrics`; `mcp` on stdio only when
+//! `--metrics` or `--metrics-port` asks), in Prometheus' text format, with
+//! the probes `/livez` and `/readyz` (and `/readyz/pulsar`, `/readyz/mcp`). Names
 //! follow TrustGraph's processors where one exists, so existing dashboards
 //! keep working; `processor` is the service id:
 //!
@@ -25,7 +27,7 @@
 //! [`State`](crate::State): closures that write the text format, or a
 //! `prometheus_client` registry with the `prometheus-client` feature.
 //!
-//! `consumer` is always `request`. Calls that come over MCP (`serve
+//! `consumer` is always `request`. Calls that come over MCP (`mcp`, `serve
 //! --mcp-listen`) are counted apart, in samples that also carry
 //! `transport="mcp"`; Pulsar's samples carry no `transport` label, so
 //! dashboards made for TrustGraph's processors see what they always saw.

@@ -209,7 +209,8 @@ impl McpListener {
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
-/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
+/// options.host.rates.push((None, Some("50/s".parse()?)));
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
 /// let mcp = McpListener::new(listener, HttpOptions::default());
 /// serve_with_mcp(&registry, &options, mcp, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
