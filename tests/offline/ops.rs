@@ -239,3 +239,39 @@ fn with_pulsar_down_the_mcp_side_stays_ready_on_its_own_probe() {
     );
     assert!(both.terminate().success());
 }
+
+#[test]
+fn an_unknown_service_id_is_refused_at_start_by_mcp_and_serve() {
+    for args in [
+        &["mcp", "--only", "joke-servic"][..],
+        &[
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate",
+            "joke-servic=1/s",
+        ],
+        &[
+            "serve",
+            "--pulsar-host",
+            "pulsar://127.0.0.1:9",
+            "--timeout",
+            "joke-servic=1s",
+        ],
+    ] {
+        let output = Command::new(support::example("joke"))
+            .env_remove("RUST_LOG")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.ends_with(
+                "error: no service `joke-servic` in this binary (known: joke-service)\n"
+            ),
+            "{args:?}: {stderr}"
+        );
+    }
+}
