@@ -169,6 +169,13 @@ def test_the_dns_rebinding_guard_refuses_other_hosts_unless_allowed():
         assert status == 200
         status, text = post(server.url, INITIALIZE, {"Host": "evil.example"})
         assert status == 403, text
+        # The refusal says how to allow the host, in its body and the log.
+        advice = "start it with --mcp-allowed-host evil.example"
+        assert advice in text, text
+        deadline = time.monotonic() + 5
+        while not any(advice in line and "WARN" in line for line in server.lines):
+            assert time.monotonic() < deadline, server.lines
+            time.sleep(0.05)
         status, text = post(
             server.url, INITIALIZE, {"Host": f"127.0.0.1:{server.port}", "Origin": "http://evil.example"}
         )

@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use crate::log_text::Untrusted;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -89,19 +90,24 @@ impl HttpOptions {
         self
     }
 
+    /// rmcp's configuration: no sessions, the origins allowed, the body
+    /// limit. The `Host` check is [`Endpoint`]'s, which says how to allow a
+    /// host it refuses.
     fn config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
         let local_origins = ["localhost", "127.0.0.1", "[::1]"]
             .iter()
             .flat_map(|host| [format!("http://{host}:*"), format!("https://{host}:*")]);
-        let config = StreamableHttpServerConfig::default()
+        // No per-replica session state, for every protocol revision: each
+        // request is answered on its own (a call's progress on its own
+        // response stream), so any replica behind a balancer answers it.
+        // GET and DELETE are answered 405, as a server without sessions
+        // does.
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
             .with_allowed_origins(local_origins.chain(self.allowed_origins.iter().cloned()))
             .with_max_request_body_bytes(self.max_body_bytes)
-            .with_cancellation_token(stop.clone());
-        if self.allowed_hosts.iter().any(|host| host == "*") {
-            config.disable_allowed_hosts()
-        } else {
-            config.with_allowed_hosts(self.allowed_hosts.iter().cloned())
-        }
+            .with_cancellation_token(stop.clone())
+            .disable_allowed_hosts()
     }
 }
 
@@ -136,6 +142,7 @@ pub async fn serve_http(
         options.config(&stop),
     );
     let token: Option<Arc<str>> = options.token.as_deref().map(Arc::from);
+    let hosts = Arc::new(AllowedHosts::new(&options.allowed_hosts));
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
             url = %format!("http://{address}{MCP_PATH}"),
@@ -149,6 +156,7 @@ pub async fn serve_http(
         let endpoint = Endpoint {
             mcp: mcp.clone(),
             token: token.clone(),
+            hosts: Arc::clone(&hosts),
         };
         let service = hyper::service::service_fn(move |request| endpoint.clone().answer(request));
         let connection = hyper::server::conn::http1::Builder::new()
@@ -211,11 +219,101 @@ async fn accept_until<T>(
     }
 }
 
-/// What every HTTP request meets first: the path, the token; then rmcp.
+/// What every HTTP request meets first: the `Host`, the path, the token;
+/// then rmcp.
 #[derive(Clone)]
 struct Endpoint {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
     token: Option<Arc<str>>,
+    hosts: Arc<AllowedHosts>,
+}
+
+/// The `Host` values a server answers: the DNS-rebinding guard. An entry
+/// without a port allows the name on any port; `*` allows every host.
+#[derive(Debug)]
+struct AllowedHosts {
+    any: bool,
+    entries: Vec<(String, Option<u16>)>,
+    /// Refusals are logged at most once per 10 s: a misconfigured
+    /// balancer would otherwise log every request.
+    logged: std::sync::Mutex<crate::metrics::Throttle>,
+}
+
+impl AllowedHosts {
+    fn new(allowed: &[String]) -> Self {
+        Self {
+            any: allowed.iter().any(|host| host.trim() == "*"),
+            entries: allowed
+                .iter()
+                .filter(|host| !host.trim().is_empty())
+                // A bare IPv6 address (`::1`) is a name, not an authority.
+                .map(|host| authority(host).unwrap_or_else(|| (bare(host), None)))
+                .collect(),
+            logged: std::sync::Mutex::new(crate::metrics::Throttle::new(Duration::from_secs(10))),
+        }
+    }
+
+    /// Whether a request with this `Host` is answered.
+    fn allows(&self, host: Option<&str>) -> bool {
+        if self.any {
+            return true;
+        }
+        let Some((name, port)) = host.and_then(authority) else {
+            return false;
+        };
+        self.entries.iter().any(|(allowed, allowed_port)| {
+            *allowed == name && allowed_port.is_none_or(|allowed| port == Some(allowed))
+        })
+    }
+
+    /// The 403 of a refused `Host`, saying how to allow it; logged (at most
+    /// once per 10 s) in the same words.
+    fn refuse(&self, host: Option<&str>) -> hyper::Response<Body> {
+        let text = match host.and_then(authority) {
+            Some((name, _)) => {
+                let name = if name.contains(':') {
+                    format!("[{name}]")
+                } else {
+                    name
+                };
+                format!(
+                    "this MCP server does not answer requests for the host `{}`: to answer them, \
+                     start it with --mcp-allowed-host {} (or TOOL_SERVICE_MCP_ALLOWED_HOST; \
+                     HttpOptions::allow_host in a library; `*` answers any host)\n",
+                    Untrusted::id(host.unwrap_or_default()),
+                    Untrusted::id(&name)
+                )
+            }
+            None => {
+                String::from("this MCP server answers only requests with a valid `Host` header\n")
+            }
+        };
+        let mut logged = self
+            .logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(suppressed) = logged.admit(std::time::Instant::now()) {
+            tracing::warn!(suppressed, "{}", text.trim_end());
+        }
+        let mut response = plain(hyper::StatusCode::FORBIDDEN, "");
+        *response.body_mut() = Full::new(Bytes::from(text)).boxed();
+        response
+    }
+}
+
+/// The name (lower case, IPv6 without brackets) and port of a `Host` value
+/// or an allowed host entry.
+fn authority(text: &str) -> Option<(String, Option<u16>)> {
+    let authority = http::uri::Authority::try_from(text.trim()).ok()?;
+    Some((bare(authority.host()), authority.port_u16()))
+}
+
+/// A host name as compared: lower case, an IPv6 address without brackets.
+fn bare(name: &str) -> String {
+    name.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
 }
 
 impl Endpoint {
@@ -223,6 +321,13 @@ impl Endpoint {
         mut self,
         request: hyper::Request<Incoming>,
     ) -> Result<hyper::Response<Body>, Infallible> {
+        let host = request
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|value| value.to_str().ok());
+        if !self.hosts.allows(host) {
+            return Ok(self.hosts.refuse(host));
+        }
         if request.uri().path() != MCP_PATH {
             return Ok(plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp"));
         }
@@ -316,6 +421,42 @@ mod tests {
             headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
             assert_eq!(authorized(&headers, "s3cret"), ok, "{value}");
         }
+    }
+
+    #[test]
+    fn hosts_are_allowed_by_name_or_by_name_and_port() {
+        let hosts =
+            AllowedHosts::new(&["localhost".into(), "::1".into(), "joke-tools:8900".into()]);
+        for (host, allowed) in [
+            (Some("localhost"), true),
+            (Some("LocalHost:8900"), true),
+            (Some("[::1]:8900"), true),
+            (Some("joke-tools:8900"), true),
+            (Some("joke-tools:8901"), false),
+            (Some("joke-tools"), false),
+            (Some("evil.example"), false),
+            (Some("local host"), false),
+            (None, false),
+        ] {
+            assert_eq!(hosts.allows(host), allowed, "{host:?}");
+        }
+        assert!(AllowedHosts::new(&["*".into()]).allows(Some("anything:1")));
+        assert!(!AllowedHosts::new(&[]).allows(Some("localhost")));
+    }
+
+    #[tokio::test]
+    async fn a_refused_host_is_told_how_to_allow_it() {
+        let hosts = AllowedHosts::new(&["localhost".into()]);
+        let response = hosts.refuse(Some("joke-tools:8900"));
+        assert_eq!(response.status(), hyper::StatusCode::FORBIDDEN);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "this MCP server does not answer requests for the host `joke-tools:8900`: to \
+             answer them, start it with --mcp-allowed-host joke-tools (or \
+             TOOL_SERVICE_MCP_ALLOWED_HOST; HttpOptions::allow_host in a library; `*` answers \
+             any host)\n"
+        );
     }
 
     #[test]

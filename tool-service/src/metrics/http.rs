@@ -73,14 +73,14 @@ const MAX_HEAD: usize = 16 * 1024;
 
 /// Lets an event through at most once per period, counting the others.
 #[derive(Debug)]
-struct Throttle {
+pub(crate) struct Throttle {
     period: Duration,
     last: Option<std::time::Instant>,
     suppressed: u64,
 }
 
 impl Throttle {
-    fn new(period: Duration) -> Self {
+    pub(crate) fn new(period: Duration) -> Self {
         Self {
             period,
             last: None,
@@ -90,7 +90,7 @@ impl Throttle {
 
     /// `Some(events suppressed since the last one let through)`, or `None`
     /// when this one is suppressed.
-    fn admit(&mut self, now: std::time::Instant) -> Option<u64> {
+    pub(crate) fn admit(&mut self, now: std::time::Instant) -> Option<u64> {
         match self.last {
             Some(last) if now.duration_since(last) < self.period => {
                 self.suppressed += 1;

@@ -71,6 +71,8 @@ use std::time::Duration;
 
 mod http;
 
+#[cfg(feature = "mcp")]
+pub(crate) use http::Throttle;
 pub use http::{serve_metrics, MAX_CONNECTIONS};
 
 /// The port TrustGraph processors serve metrics on.
