@@ -154,7 +154,10 @@ pub struct ParseRateError(&'static str);
 impl ParseRateError {
     /// What is wrong, completing a sentence that names the text: "must
     /// allow at least one call, e.g. `100/s`" (for `--rate`'s message).
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    #[cfg_attr(
+        not(all(feature = "cli", any(feature = "pulsar", feature = "mcp"))),
+        allow(dead_code)
+    )]
     pub(crate) fn problem(&self) -> &'static str {
         self.0
     }
