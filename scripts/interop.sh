@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The interop suite: TrustGraph's own Python client (trustgraph-base), its
 # agent and mcp-tool processor, the Python MCP SDK and the MCP conformance suite
-# against our example services, over a real Pulsar broker and MCP.
+# against our example services, over a real Pulsar broker and MCP, and MCP
+# replicas behind nginx and HAProxy (scripts/balancers.sh installs them).
 #   scripts/interop.sh [pytest args…]
 # Starts the broker if none runs (PULSAR_URL picks an existing one), creates
 # the Python peer once, builds the examples.
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/broker-env.sh
 PYTHON="$(scripts/python-peer.sh)"
+scripts/balancers.sh >/dev/null
 cargo build --examples --locked
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 echo "==> interop suite (TrustGraph $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trustgraph-base"))'))" >&2

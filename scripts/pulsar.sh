@@ -68,7 +68,7 @@ apt_install() {
   command -v apt-get >/dev/null || die "missing $*; no apt-get to install it"
   log "installing $* with apt-get"
   if [ -z "${_APT_UPDATED:-}" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
     _APT_UPDATED=1
   fi
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >&2

@@ -62,10 +62,11 @@ if [ -z "${PULSAR_URL:-}" ]; then
 fi
 background peer scripts/python-peer.sh
 background conformance scripts/mcp-conformance.sh list --server
+background balancers scripts/balancers.sh
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq openssl
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq openssl
 fi
 
 phase "format and lints"
@@ -75,7 +76,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 phase "build the tests and examples"
 cargo test --workspace --locked --no-run
 
-phase "broker, Python peer and conformance suite"
+phase "broker, Python peer, conformance suite and load balancers"
 if $started_broker; then
   await broker
   PULSAR_URL="$result"
@@ -85,6 +86,7 @@ echo "==> Pulsar broker: $PULSAR_URL" >&2
 await peer
 export TOOL_SERVICE_PEER_PYTHON="$result"
 await conformance
+await balancers
 
 phase "unit, doc, ui and integration tests"
 cargo test --workspace --locked --no-fail-fast
