@@ -275,3 +275,61 @@ fn an_unknown_service_id_is_refused_at_start_by_mcp_and_serve() {
         );
     }
 }
+
+/// The peak resident memory of a process, in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+/// `count` MCP `initialize` requests, each on a connection of its own, none
+/// ever followed by anything: clients that crashed, or anyone who can reach
+/// the port.
+fn initialize_many(port: u16, count: usize) {
+    use std::io::Read;
+    let body = INITIALIZE;
+    for _ in 0..count {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+}
+
+#[test]
+fn abandoned_initializes_leave_no_state_behind() {
+    let mut mcp = Running::start(
+        &["mcp", "--listen", "127.0.0.1:0", "--no-metrics"],
+        Stdio::null(),
+    );
+    let port = mcp.port_in_log("serving MCP");
+    // Warmed up: the runtime's threads and buffers are allocated.
+    initialize_many(port, 200);
+    let before = peak_rss_kib(mcp.child.id());
+    initialize_many(port, 5_000);
+    let after = peak_rss_kib(mcp.child.id());
+    println!(
+        "peak RSS: {} KiB after 200 initializes, {} KiB after 5,200 (+{} KiB)",
+        before,
+        after,
+        after - before
+    );
+    // With a session per `initialize`, 5,000 of them took 274 MiB.
+    assert!(
+        after - before < 8 * 1024,
+        "5,000 abandoned initializes grew the peak RSS from {before} KiB to {after} KiB"
+    );
+    assert!(mcp.terminate().success());
+}
