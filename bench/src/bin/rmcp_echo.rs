@@ -1,7 +1,8 @@
 //! The MCP baseline: the benchmark's echo tool written with rmcp's own
 //! `#[tool]` macros, served as rmcp's documentation serves a tool: its
-//! `StreamableHttpService` with the default configuration, on hyper
-//! (HTTP/1.1, `/mcp`), or on stdio.
+//! `StreamableHttpService` with the default configuration but for sessions
+//! (none, as `ours mcp` keeps none), on hyper (HTTP/1.1, `/mcp`), or on
+//! stdio.
 //!
 //! ```text
 //! rmcp_echo --listen 127.0.0.1:8901
@@ -48,10 +49,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .position(|arg| arg == "--listen")
         .and_then(|at| args.get(at + 1))
         .ok_or("usage: rmcp_echo --listen HOST:PORT | --stdio")?;
+    // Without sessions, as `ours mcp` serves: like against like.
     let mcp = StreamableHttpService::new(
         || Ok(Echo),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        StreamableHttpServerConfig::default().with_legacy_session_mode(false),
     );
     let listener = tokio::net::TcpListener::bind(listen).await?;
     eprintln!("rmcp_echo: serving MCP on http://{listen}/mcp");
