@@ -28,15 +28,7 @@ impl Running {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the example");
-        let stderr = child.stderr.take().unwrap();
-        let (lines, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let log = support::log_lines(&mut child);
         Self {
             child,
             log,

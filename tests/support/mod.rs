@@ -216,6 +216,20 @@ pub fn example(name: &str) -> PathBuf {
     path
 }
 
+/// The lines a child writes to its standard error (piped), as they come.
+pub fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("standard error piped");
+    let (lines, log) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    log
+}
+
 /// An example binary running `serve`; killed when dropped.
 pub struct Replica {
     pub child: Child,
@@ -261,15 +275,7 @@ impl Replica {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the example");
-        let stderr = child.stderr.take().unwrap();
-        let (lines, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let log = log_lines(&mut child);
         Self {
             child,
             log,
