@@ -45,7 +45,7 @@ pub async fn durable_echo(text: String, delay_ms: Option<u64>) -> String {
 }
 
 /// Who asked, and which replica answered.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Identity {
     /// The calling user, if the request named one.
     pub user: Option<String>,

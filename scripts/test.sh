@@ -61,7 +61,7 @@ if [ -z "${PULSAR_URL:-}" ]; then
   fi
 fi
 background peer scripts/python-peer.sh
-background conformance scripts/mcp-conformance.sh list --server
+background conformance scripts/mcp-ts-client.sh --install
 background balancers scripts/balancers.sh
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then

@@ -1,0 +1,80 @@
+"""Our example binaries driven by the official TypeScript MCP SDK's client
+(@modelcontextprotocol/sdk 1.32.2, what most MCP hosts are built on), over
+Streamable HTTP and stdio: listing, text and structured results (the SDK
+checks structured content against the tool's declared outputSchema),
+progress notifications, tool errors and protocol errors. Through
+scripts/mcp-ts-client.sh, which runs interop/ts_client.mjs on Node 22."""
+
+import json
+import subprocess
+
+from peer import ROOT, McpHttp, examples_dir
+
+JOKE = "Here's a pun for you:\n\nI'd tell you a UDP joke, but you might not get it."
+
+
+def ts_client(mode, target, plan):
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "mcp-ts-client.sh"), mode, target, json.dumps(plan)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def text(call):
+    assert "error" not in call, call
+    (item,) = call["result"]["content"]
+    assert item["type"] == "text", call
+    return item["text"]
+
+
+def test_text_results_tool_errors_and_protocol_errors_over_http_and_stdio():
+    plan = [
+        {"tool": "tell-joke", "arguments": {"topic": "programming"}},
+        {"tool": "tell-joke", "arguments": {}},
+        {"tool": "tell-jokes", "arguments": {}},
+    ]
+    with McpHttp("joke") as server:
+        over_http = ts_client("http", server.url, plan)
+    over_stdio = ts_client("stdio", str(examples_dir() / "joke"), plan)
+    for got in (over_http, over_stdio):
+        assert got["server"]["name"] == "joke", got
+        assert [tool["name"] for tool in got["tools"]] == ["tell-joke"], got
+        answered, refused, unknown = got["calls"]
+        assert text(answered) == JOKE
+        assert answered["result"]["isError"] is False
+        assert "structuredContent" not in answered["result"], answered
+        assert refused["result"]["isError"] is True
+        assert text(refused) == "invalid arguments: `topic` is missing; it must be a text"
+        assert unknown["error"] == (
+            "MCP error -32602: there is no tool `tell-jokes` on this server (its tools: `tell-joke`)"
+        ), unknown
+
+
+def test_structured_results_match_their_output_schema():
+    with McpHttp("echo") as server:
+        got = ts_client("http", server.url, [{"tool": "whoami", "arguments": {}}])
+    (whoami,) = [tool for tool in got["tools"] if tool["name"] == "whoami"]
+    assert whoami["outputSchema"]["type"] == "object", whoami
+    (call,) = got["calls"]
+    # The SDK refuses structured content that its schema does not describe;
+    # this one passed.
+    assert call["result"]["structuredContent"]["service"] == "whoami-service", call
+    assert json.loads(text(call)) == call["result"]["structuredContent"]
+
+
+def test_progress_reaches_the_sdk_over_http_and_stdio():
+    plan = [{"tool": "tell-story", "arguments": {"hero": "Ferris", "chapters": 2}, "progress": True}]
+    with McpHttp("streaming") as server:
+        over_http = ts_client("http", server.url, plan)
+    over_stdio = ts_client("stdio", str(examples_dir() / "streaming"), plan)
+    for got in (over_http, over_stdio):
+        (call,) = got["calls"]
+        assert text(call).endswith("The end of Ferris's 2 chapters."), call
+        assert call["progress"] == [
+            [1, "Chapter 1: Ferris sets out again.\n"],
+            [2, "Chapter 2: Ferris sets out again.\n"],
+        ], call
