@@ -4,8 +4,13 @@ tool-service caller built exactly as TrustGraph 2.11.1 builds one."""
 import asyncio
 import os
 import pathlib
+import shutil
 import subprocess
+import tempfile
 import threading
+import time
+import urllib.error
+import urllib.request
 
 from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
 from trustgraph.base.request_response_client import RequestResponseClient
@@ -187,3 +192,112 @@ async def mcp_stdio(example, body, *args):
         async with ClientSession(read, write) as session:
             await session.initialize()
             return await body(session)
+
+
+# Load balancers in front of MCP replicas (scripts/balancers.sh installs
+# them): nginx per request, HAProxy per connection.
+
+def executable(name):
+    found = shutil.which(name) or shutil.which(f"/usr/sbin/{name}")
+    if found is None:
+        raise AssertionError(f"{name} is missing: run scripts/balancers.sh, which installs nginx-light and haproxy")
+    return found
+
+
+NGINX = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  upstream replicas {{
+    {servers}
+    keepalive 16;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location /mcp {{
+      proxy_pass http://replicas;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      # A call's answer (and its progress) is a server-sent event stream.
+      proxy_buffering off;
+      proxy_read_timeout 60s;
+    }}
+  }}
+}}
+"""
+
+HAPROXY = """
+global
+  maxconn 512
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend mcp
+  bind 127.0.0.1:{port}
+  default_backend replicas
+backend replicas
+  balance random
+{servers}
+"""
+
+
+class Balancer:
+    """nginx or HAProxy in front of `ports`, on a port of its own."""
+
+    def __init__(self, kind, ports):
+        self.dir = tempfile.TemporaryDirectory()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        config = f"{self.dir.name}/{kind}.conf"
+        if kind == "nginx":
+            servers = "\n    ".join(f"server 127.0.0.1:{port};" for port in ports)
+            text = NGINX.format(dir=self.dir.name, servers=servers, port=self.port)
+            command = [executable("nginx"), "-p", self.dir.name, "-c", config]
+        else:
+            servers = "\n".join(f"  server r{n} 127.0.0.1:{port}" for n, port in enumerate(ports))
+            text = HAPROXY.format(servers=servers, port=self.port)
+            command = [executable("haproxy"), "-f", config, "-db"]
+        with open(config, "w") as file:
+            file.write(text)
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=1):
+                    break
+            except urllib.error.HTTPError:
+                break  # answered, from a replica (404) or the balancer
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"{kind} did not start: {self.process.communicate()[1]}")
+                time.sleep(0.05)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(10)
+        self.dir.cleanup()
+
+
+def metrics_port(replica):
+    (line,) = [line for line in replica.lines if "metrics on http://" in line]
+    return int(line.rsplit(":", 1)[1].split("/")[0])
+
+
+def calls_served(replica, service):
+    port = metrics_port(replica)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    prefix = f'tg_dynamic_tool_service_invocation_total{{processor="{service}",transport="mcp"}} '
+    return sum(int(line[len(prefix):]) for line in text.splitlines() if line.startswith(prefix))

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from peer import PULSAR_URL, McpHttp, examples_dir, free_port
+from peer import PULSAR_URL, Balancer, McpHttp, calls_served, examples_dir, free_port
 from trustgraph_stack import TrustGraphStack
 
 QUESTION = "Tell me a joke about programming"
@@ -98,6 +98,33 @@ def test_a_token_protected_server_is_announced_with_its_token_and_called(agent):
             assert wait_for_server(agent, "tell-joke")["auth-token"] == "e2e-token"
             answer = agent.ask(QUESTION)
             assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
+
+
+def test_the_stock_agent_calls_two_replicas_behind_a_balancer(agent):
+    """Two replicas of `joke mcp --listen` behind nginx (round robin per
+    request), announced at the balancer's URL: every question the stock
+    agent is asked is answered through the mcp-tool processor, whose
+    session (initialize, then the call) the balancer splits over the
+    replicas."""
+    replicas = [McpHttp("joke"), McpHttp("joke")]
+    balancer = Balancer("nginx", [replica.port for replica in replicas])
+    try:
+        before = [calls_served(replica, "joke-service") for replica in replicas]
+        cli("announce", "-p", PULSAR_URL, "--mcp-url", balancer.url)
+        agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke behind the balancer")
+        assert wait_for_server(agent, "tell-joke")["url"] == balancer.url
+        asked = 4
+        for _ in range(asked):
+            answer = agent.ask(QUESTION)
+            assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
+        served = [calls_served(replica, "joke-service") - was for replica, was in zip(replicas, before)]
+        assert sum(served) == asked, served
+        cli("withdraw", "-p", PULSAR_URL, "--mcp-url", balancer.url)
+        agent.wait_for_tools(lambda tools: "tell-joke" not in tools, 15, "tell-joke gone after withdraw")
+    finally:
+        balancer.stop()
+        for replica in replicas:
+            replica.stop()
 
 
 class McpAnnounced(McpHttp):
