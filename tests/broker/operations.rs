@@ -487,13 +487,25 @@ async fn the_deployment_recipe_matches_what_the_binary_serves() {
             .unwrap_or_else(|| panic!("{flag} in args"));
         args[at + 1].clone()
     };
-    // Ports: the flag, the container port, the scrape annotation, EXPOSE.
+    // Ports: the flags, the container ports, the scrape annotation, the
+    // Service, EXPOSE.
     let port = after("--metrics-port");
-    assert_eq!(one("containerPort"), port);
+    let mcp_listen = after("--mcp-listen");
+    let mcp_port = mcp_listen.rsplit_once(':').unwrap().1.to_owned();
+    assert_eq!(field("containerPort"), [port.clone(), mcp_port.clone()]);
     assert_eq!(one("prometheus.io/port"), port);
     assert!(
-        dockerfile.contains(&format!("\nEXPOSE {port}\n")),
-        "EXPOSE {port}"
+        dockerfile.contains(&format!("\nEXPOSE {port} {mcp_port}\n")),
+        "EXPOSE {port} {mcp_port}"
+    );
+    assert!(manifest.contains("\nkind: Service\n"));
+    assert_eq!(one("targetPort"), "mcp");
+    assert!(field("port").contains(&mcp_port), "the Service's port");
+    // The Service's name is the host MCP clients ask for.
+    let host = after("--mcp-allowed-host");
+    assert!(
+        manifest.contains(&format!("kind: Service\nmetadata:\n  name: {host}\n")),
+        "the Service is named {host}"
     );
     // The kubelet waits longer than the drain may take.
     let grace: u64 = after("--grace-period").parse().unwrap();
@@ -527,7 +539,7 @@ async fn the_deployment_recipe_matches_what_the_binary_serves() {
     assert!(dockerfile.contains("ENTRYPOINT [\"/usr/local/bin/joke\"]"));
     assert_eq!(args[0], "serve");
     let paths = field("path");
-    for path in ["/readyz", "/livez", "/metrics"] {
+    for path in ["/readyz/mcp", "/livez", "/metrics"] {
         assert!(paths.iter().any(|p| p == path), "{path} in {paths:?}");
     }
 
@@ -537,11 +549,14 @@ async fn the_deployment_recipe_matches_what_the_binary_serves() {
     let token = dir.join("token");
     std::fs::write(&token, "deploy-test-token\n").unwrap();
     let free = free_port();
+    let mcp_free = free_port();
     let run_args: Vec<String> = args
         .iter()
         .map(|arg| {
             if *arg == port {
                 free.to_string()
+            } else if *arg == mcp_listen {
+                format!("127.0.0.1:{mcp_free}")
             } else {
                 arg.clone()
             }
@@ -565,7 +580,29 @@ async fn the_deployment_recipe_matches_what_the_binary_serves() {
         },
     )
     .await;
+    assert!(support::get(free, "/readyz/mcp").0.contains("200"));
     assert!(support::get(free, "/livez").0.contains("200"));
+    // MCP answers a client that asks for the Service's name.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"deploy-test","version":"0"}}}"#;
+    let answered = {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", mcp_free)).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {host}:{mcp_port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{initialize}",
+            initialize.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    assert!(
+        answered.starts_with("HTTP/1.1 200") && answered.contains("\"serverInfo\""),
+        "{answered}"
+    );
     let (status, metrics) = support::get(free, "/metrics");
     assert!(
         status.contains("200") && metrics.contains("tg_tool_service_broker_connected 1"),
