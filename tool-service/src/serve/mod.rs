@@ -194,7 +194,7 @@ impl McpListener {
 }
 
 /// [`serve`], and every tool over MCP (Streamable HTTP) beside it, in one
-/// process: one [`Host`](crate::host::Host) (one selection, one set of
+/// process: one [`Host`] (one selection, one set of
 /// policies and rate limits, one metrics endpoint, MCP's samples labelled
 /// `transport="mcp"`), and one stop: when `shutdown` completes, both drain
 /// within the grace period. If Pulsar cannot start, MCP stops too.
