@@ -11,7 +11,9 @@ generator (bench/src/bin/mcp_loadgen.rs):
 Each round runs ours and rmcp back to back in alternating order, and rmcp a
 second time (`rmcp-again`): its ratio to rmcp's first run is the noise floor.
 Streamable HTTP at 1 and 64 calls in flight (one keep-alive connection and
-one MCP session per caller), and stdio at 1 in flight. Python gets fewer
+one MCP session per caller), stdio at 1 in flight, and `per-call/1`:
+TrustGraph's mcp-tool pattern, a connection, `initialize` and the call (and
+a DELETE when the server gives a session) for every call. Python gets fewer
 calls (it is ~30x slower) and runs every round too.
 
 Written to bench/mcp.json; bench/run.py renders it into BENCHMARKS.md.
@@ -42,7 +44,9 @@ CALLS = {
     "rust": (4000, 400) if common.QUICK else (30000, 3000),
     "python": (400, 40) if common.QUICK else (2000, 200),
 }
-MODES = [("http", 1), ("http", 64), ("stdio", 1)]
+# `per-call`: TrustGraph's mcp-tool pattern, a new connection and session
+# for every call (and a DELETE when the server gives a session).
+MODES = [("http", 1), ("http", 64), ("stdio", 1), ("per-call", 1)]
 LOADGEN = common.BIN / "mcp_loadgen"
 
 
@@ -80,7 +84,11 @@ def wait_for_port(port, process, timeout=30):
 
 def measure(server, mode, in_flight):
     calls, warmup = CALLS["python" if server == "python" else "rust"]
-    load = [str(LOADGEN), "--calls", str(calls), "--warmup", str(warmup), "--in-flight", str(in_flight)]
+    extra = []
+    if mode == "per-call":
+        # Three requests and a connection per call: a third of the calls.
+        calls, warmup, extra = calls // 3, warmup // 3, ["--session-per-call"]
+    load = [str(LOADGEN), "--calls", str(calls), "--warmup", str(warmup), "--in-flight", str(in_flight), *extra]
     if mode == "stdio":
         result = subprocess.run(load + ["--stdio", "--"] + command(server), capture_output=True, text=True,
                                 timeout=600)

@@ -6,8 +6,14 @@
 //!
 //! ```text
 //! mcp_loadgen --url http://127.0.0.1:8900/mcp --calls 20000 --warmup 2000 --in-flight 64
+//! mcp_loadgen --url http://127.0.0.1:8900/mcp --session-per-call --calls 2000 --warmup 200
 //! mcp_loadgen --stdio --calls 5000 --warmup 500 -- ./target/release/ours mcp
 //! ```
+//!
+//! `--session-per-call` is TrustGraph's `mcp-tool` pattern: every call on a
+//! new connection, with its own `initialize`, `notifications/initialized`,
+//! the call, and a `DELETE` of the session when the server gave one; the
+//! latency is all of it.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +34,7 @@ struct Args {
     warmup: usize,
     in_flight: usize,
     tool: String,
+    session_per_call: bool,
 }
 
 fn parse() -> Result<Args, Error> {
@@ -38,6 +45,7 @@ fn parse() -> Result<Args, Error> {
         warmup: 1_000,
         in_flight: 1,
         tool: String::from("echo"),
+        session_per_call: false,
     };
     let mut all = std::env::args().skip(1);
     while let Some(arg) = all.next() {
@@ -48,6 +56,7 @@ fn parse() -> Result<Args, Error> {
             "--warmup" => args.warmup = value()?.parse()?,
             "--in-flight" => args.in_flight = value()?.parse()?,
             "--tool" => args.tool = value()?,
+            "--session-per-call" => args.session_per_call = true,
             "--stdio" => {}
             "--" => {
                 args.stdio = all.by_ref().collect();
@@ -145,12 +154,65 @@ impl Session {
             request = request.header("mcp-session-id", session);
         }
         let request = request.body(Full::new(Bytes::from(body.to_string())))?;
+        self.send(request).await
+    }
+
+    /// Ends the session, as TrustGraph's client does after its call (when
+    /// the server gave one).
+    async fn close(mut self) -> Result<(), Error> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        let request = hyper::Request::delete(&self.path)
+            .header(hyper::header::HOST, &self.host)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session)
+            .body(Full::new(Bytes::new()))?;
+        self.send(request).await.map(drop)
+    }
+
+    async fn send(
+        &mut self,
+        request: hyper::Request<Full<Bytes>>,
+    ) -> Result<(hyper::HeaderMap, Value), Error> {
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let headers = response.headers().clone();
         let body = response.into_body().collect().await?.to_bytes();
         Ok((headers, message(&body)))
     }
+}
+
+/// One call in a session of its own, closed after it (TrustGraph's
+/// pattern): whether it was answered.
+async fn call_in_own_session(url: &str, tool: &str, id: u64) -> Result<bool, Error> {
+    let mut session = Session::open(url).await?;
+    let (_, answer) = session.post(&call(id, tool)).await?;
+    session.close().await?;
+    Ok(answered(&answer, id))
+}
+
+/// Runs `calls` calls, each in a session of its own.
+async fn run_sessions_per_call(
+    url: String,
+    tool: String,
+    warmup: usize,
+    calls: usize,
+    start: std::sync::Arc<tokio::sync::Barrier>,
+) -> Result<(Vec<Duration>, usize), Error> {
+    let mut errors = 0;
+    for id in 0..warmup as u64 {
+        errors += usize::from(!call_in_own_session(&url, &tool, id + 1).await?);
+    }
+    start.wait().await;
+    let mut latencies = Vec::with_capacity(calls);
+    for n in 0..calls as u64 {
+        let started = Instant::now();
+        let ok = call_in_own_session(&url, &tool, 1_000_000 + n).await?;
+        latencies.push(started.elapsed());
+        errors += usize::from(!ok);
+    }
+    Ok((latencies, errors))
 }
 
 /// Runs `calls` calls on one session; their latencies, and the errors.
@@ -186,13 +248,23 @@ async fn over_http(args: &Args) -> Result<(Vec<Duration>, usize, Duration), Erro
     let warm = args.warmup / args.in_flight;
     let sessions: Vec<_> = (0..args.in_flight)
         .map(|_| {
-            tokio::spawn(run_session(
-                url.clone(),
-                args.tool.clone(),
-                warm,
-                per,
-                std::sync::Arc::clone(&start),
-            ))
+            if args.session_per_call {
+                tokio::spawn(run_sessions_per_call(
+                    url.clone(),
+                    args.tool.clone(),
+                    warm,
+                    per,
+                    std::sync::Arc::clone(&start),
+                ))
+            } else {
+                tokio::spawn(run_session(
+                    url.clone(),
+                    args.tool.clone(),
+                    warm,
+                    per,
+                    std::sync::Arc::clone(&start),
+                ))
+            }
         })
         .collect();
     start.wait().await;
