@@ -152,7 +152,7 @@ def main():
             },
             "errors": sum(run[s]["errors"] for run in runs for s in servers),
         }
-        if key.startswith("http"):
+        if not key.startswith("stdio"):
             for server in servers:
                 summary[key]["absolute"][server]["cpu_us_per_call"] = statistics.median(
                     run[server]["cpu_us_per_call"] for run in runs)
