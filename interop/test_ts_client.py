@@ -71,10 +71,19 @@ def test_progress_reaches_the_sdk_over_http_and_stdio():
     with McpHttp("streaming") as server:
         over_http = ts_client("http", server.url, plan)
     over_stdio = ts_client("stdio", str(examples_dir() / "streaming"), plan)
+    expected = [
+        [1, "Chapter 1: Ferris sets out again.\n"],
+        [2, "Chapter 2: Ferris sets out again.\n"],
+    ]
     for got in (over_http, over_stdio):
         (call,) = got["calls"]
         assert text(call).endswith("The end of Ferris's 2 chapters."), call
-        assert call["progress"] == [
-            [1, "Chapter 1: Ferris sets out again.\n"],
-            [2, "Chapter 2: Ferris sets out again.\n"],
-        ], call
+        # The SDK hands a notification to its handler a moment after reading
+        # it, but retires the handler as it reads the result: the last
+        # notification, written just before the result, can reach it after
+        # the result and is reported as for "an unknown token" instead
+        # (typescript-sdk#2580). Every notification arrives, in order.
+        late = [error for error in got["clientErrors"] if "progress notification for an unknown token" in error]
+        progress = call["progress"]
+        assert progress and progress == expected[: len(progress)], got
+        assert len(progress) + len(late) == len(expected), got

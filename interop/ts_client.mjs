@@ -15,6 +15,10 @@ const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio
 const [mode, target, planText] = process.argv.slice(2);
 const plan = JSON.parse(planText);
 const client = new Client({ name: "ts-interop", version: "1.0.0" });
+// What the SDK reports beside results: a progress notification it read
+// after the call's result is one (typescript-sdk#2580).
+const clientErrors = [];
+client.onerror = (error) => clientErrors.push(String(error?.message ?? error));
 const transport =
   mode === "http"
     ? new StreamableHTTPClientTransport(new URL(target))
@@ -39,4 +43,5 @@ for (const step of plan) {
   }
 }
 await client.close();
+out.clientErrors = clientErrors;
 console.log(JSON.stringify(out));

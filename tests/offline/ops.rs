@@ -107,6 +107,16 @@ fn wait_for(port: u16, path: &str, status: &str) -> String {
     }
 }
 
+/// One raw HTTP exchange on a connection of its own: the whole response.
+fn raw_exchange(port: u16, request: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
 /// A JSON-RPC exchange over MCP's stdio: one line out, the answer back.
 fn exchange(stdin: &mut impl Write, stdout: &mut BufReader<ChildStdout>, message: &str) -> String {
     writeln!(stdin, "{message}").unwrap();
@@ -144,7 +154,33 @@ fn mcp_over_http_serves_metrics_and_probes() {
         ),
         "{body}"
     );
-    assert!(listen > 0);
+    // No sessions: GET and DELETE are refused as a server without them
+    // refuses them.
+    for method in ["GET", "DELETE"] {
+        let answer = raw_exchange(
+            listen,
+            &format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{listen}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n"),
+        );
+        assert!(answer.starts_with("HTTP/1.1 405"), "{method}: {answer}");
+        assert!(
+            answer.to_ascii_lowercase().contains("\r\nallow: post\r\n"),
+            "{method}: {answer}"
+        );
+    }
+    let initialized = raw_exchange(
+        listen,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{listen}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{INITIALIZE}",
+            INITIALIZE.len()
+        ),
+    );
+    assert!(initialized.starts_with("HTTP/1.1 200"), "{initialized}");
+    assert!(
+        !initialized.to_ascii_lowercase().contains("mcp-session-id"),
+        "{initialized}"
+    );
     assert!(mcp.terminate().success());
 }
 
@@ -282,20 +318,14 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// ever followed by anything: clients that crashed, or anyone who can reach
 /// the port.
 fn initialize_many(port: u16, count: usize) {
-    use std::io::Read;
-    let body = INITIALIZE;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    );
     for _ in 0..count {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            stream,
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
+        let response = raw_exchange(port, &request);
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     }
 }
