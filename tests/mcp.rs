@@ -532,11 +532,11 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 /// One HTTP/1.1 request on a connection of its own (`Connection: close`):
 /// the response, read to its end.
-async fn http_post(address: std::net::SocketAddr, session: Option<&str>, body: &Value) -> String {
+async fn http_post(address: std::net::SocketAddr, headers: &str, body: &Value) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     stream
-        .write_all(raw_request(address, session, body).as_bytes())
+        .write_all(raw_request(address, headers, body).as_bytes())
         .await
         .unwrap();
     let mut response = String::new();
@@ -544,15 +544,105 @@ async fn http_post(address: std::net::SocketAddr, session: Option<&str>, body: &
     response
 }
 
-fn raw_request(address: std::net::SocketAddr, session: Option<&str>, body: &Value) -> String {
+/// The headers of a client on the 2025-11-25 wire (after `initialize`).
+const WIRE_2025: &str = "MCP-Protocol-Version: 2025-11-25\r\n";
+
+/// `headers`: more header lines, each ending in CRLF.
+fn raw_request(address: std::net::SocketAddr, headers: &str, body: &Value) -> String {
     let body = body.to_string();
-    let session = session.map_or(String::new(), |id| format!("Mcp-Session-Id: {id}\r\n"));
     format!(
         "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
-         {session}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+         Accept: application/json, text/event-stream\r\n{headers}\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
+}
+
+/// Serves `server` over HTTP on a port of its own, with `options`.
+async fn serve_http_on_any_port(
+    server: McpServer,
+    options: tool_service::mcp::HttpOptions,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        tool_service::mcp::serve_http(server, listener, options, std::future::pending()).await
+    });
+    address
+}
+
+/// The JSON-RPC answer in an HTTP response (plain JSON or one SSE event).
+fn answer_of(response: &str) -> Value {
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let json = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .filter(|data| !data.is_empty())
+        .unwrap_or(body);
+    serde_json::from_str(json.trim()).unwrap_or_else(|error| panic!("{error}: {response}"))
+}
+
+#[tokio::test]
+async fn lists_carry_cache_hints_on_the_2026_wire_private_when_the_request_had_a_token() {
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::default()).unwrap();
+    let open = serve_http_on_any_port(server.clone(), Default::default()).await;
+    let guarded = serve_http_on_any_port(
+        server,
+        tool_service::mcp::HttpOptions::default().with_token("s3cret"),
+    )
+    .await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list",
+                      "params": {"_meta": meta}});
+    let discover = json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover",
+                          "params": {"_meta": meta}});
+    let headers_2026 = |method: &str, token: bool| {
+        let authorization = if token {
+            "Authorization: Bearer s3cret\r\n"
+        } else {
+            ""
+        };
+        format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{authorization}")
+    };
+    let hints = |answer: &Value| {
+        let result = &answer["result"];
+        (result["ttlMs"].clone(), result["cacheScope"].clone())
+    };
+
+    let answer = answer_of(&http_post(open, &headers_2026("tools/list", false), &list).await);
+    assert!(answer["result"]["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty()));
+    assert_eq!(hints(&answer), (json!(60_000), json!("public")), "{answer}");
+    let answer = answer_of(&http_post(guarded, &headers_2026("tools/list", true), &list).await);
+    assert_eq!(
+        hints(&answer),
+        (json!(60_000), json!("private")),
+        "{answer}"
+    );
+    let answer =
+        answer_of(&http_post(open, &headers_2026("server/discover", false), &discover).await);
+    assert_eq!(hints(&answer), (json!(60_000), json!("public")), "{answer}");
+    let answer =
+        answer_of(&http_post(guarded, &headers_2026("server/discover", true), &discover).await);
+    assert_eq!(
+        hints(&answer),
+        (json!(60_000), json!("private")),
+        "{answer}"
+    );
+
+    // Older revisions get the result shape they know.
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    http_post(open, WIRE_2025, &initialize).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let answer = answer_of(&http_post(open, WIRE_2025, &list).await);
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+    assert_eq!(hints(&answer), (Value::Null, Value::Null), "{answer}");
 }
 
 #[tokio::test]
@@ -576,7 +666,7 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}});
-    let response = http_post(address, None, &initialize).await;
+    let response = http_post(address, WIRE_2025, &initialize).await;
     // No session: each request stands on its own, on any replica.
     assert!(response.contains("\"serverInfo\""), "{response}");
     assert!(
@@ -584,7 +674,7 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
         "{response}"
     );
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    http_post(address, None, &initialized).await;
+    http_post(address, WIRE_2025, &initialized).await;
 
     HOLD_DROPPED.store(false, Ordering::SeqCst);
     HOLD_COMPLETED.store(false, Ordering::SeqCst);
@@ -595,7 +685,7 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
                       "params": {"name": "hold", "arguments": {"ms": 280}}});
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     stream
-        .write_all(raw_request(address, None, &call).as_bytes())
+        .write_all(raw_request(address, WIRE_2025, &call).as_bytes())
         .await
         .unwrap();
     wait_for("the handler to start", || {

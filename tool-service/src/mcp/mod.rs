@@ -54,9 +54,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    DiscoverResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -423,6 +424,33 @@ fn result(text: String, is_text: bool) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
+/// How long a client may reuse the tool list (and `server/discover`'s
+/// answer), in milliseconds: the tools are fixed for the process's life, and
+/// after a rolling deploy clients see the new ones within a minute.
+const LIST_TTL_MS: u64 = 60_000;
+
+/// The cache hints (SEP-2549) of a list's answer, for clients on protocol
+/// 2026-07-28 or later (older ones get the shape they know): fresh for
+/// [`LIST_TTL_MS`]; shareable between clients (`public`) unless the request
+/// carried credentials, whose answer no shared cache may hand to a caller
+/// without them (`private`), as HTTP caches treat `Authorization`.
+fn cache_hints(context: &RequestContext<RoleServer>) -> Option<(u64, CacheScope)> {
+    let version = context.protocol_version()?;
+    if version.as_str() < ProtocolVersion::V_2026_07_28.as_str() {
+        return None;
+    }
+    let authorized = context
+        .extensions
+        .get::<::http::request::Parts>()
+        .is_some_and(|parts| parts.headers.contains_key(::http::header::AUTHORIZATION));
+    let scope = if authorized {
+        CacheScope::Private
+    } else {
+        CacheScope::Public
+    };
+    Some((LIST_TTL_MS, scope))
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -432,15 +460,31 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
+        let result = ListToolsResult::with_all_items(
             self.inner
                 .tools
                 .iter()
                 .map(|tool| tool.tool.clone())
                 .collect(),
-        ))
+        );
+        Ok(match cache_hints(&context) {
+            Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
+            None => result,
+        })
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let result = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        let (ttl, scope) = cache_hints(&context).unwrap_or((LIST_TTL_MS, CacheScope::Private));
+        Ok(result.with_ttl_ms(ttl).with_cache_scope(scope))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
