@@ -113,13 +113,6 @@ impl HttpOptions {
 
 type Body = BoxBody<Bytes, Infallible>;
 
-/// Cancelled when the HTTP response that a request's answer streams on is
-/// dropped before its end (the client went away): put into the request's
-/// extensions here, where rmcp hands them on to the call
-/// ([`http::request::Parts`] in its context), which is dropped on it.
-#[derive(Clone, Debug)]
-pub(crate) struct ClientGone(pub(crate) CancellationToken);
-
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
 /// `listener` until `shutdown` completes; then takes no new calls, lets
 /// those in flight finish within the host's grace period
@@ -141,24 +134,26 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         options.config(&stop),
     );
-    let token: Option<Arc<str>> = options.token.as_deref().map(Arc::from);
-    let hosts = Arc::new(AllowedHosts::new(&options.allowed_hosts));
+    // One for every connection and request: rmcp's service is answered by
+    // reference, so no request copies its configuration.
+    let endpoint = Arc::new(Endpoint {
+        mcp,
+        token: options.token.clone(),
+        hosts: AllowedHosts::new(&options.allowed_hosts),
+    });
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
             url = %format!("http://{address}{MCP_PATH}"),
-            authentication = token.is_some(),
+            authentication = endpoint.token.is_some(),
             "serving MCP"
         );
     }
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let accept = |stream: tokio::net::TcpStream| {
         let _ = stream.set_nodelay(true);
-        let endpoint = Endpoint {
-            mcp: mcp.clone(),
-            token: token.clone(),
-            hosts: Arc::clone(&hosts),
-        };
-        let service = hyper::service::service_fn(move |request| endpoint.clone().answer(request));
+        let endpoint = Arc::clone(&endpoint);
+        let service =
+            hyper::service::service_fn(move |request| Arc::clone(&endpoint).answer(request));
         let connection = hyper::server::conn::http1::Builder::new()
             .serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
@@ -221,11 +216,10 @@ async fn accept_until<T>(
 
 /// What every HTTP request meets first: the `Host`, the path, the token;
 /// then rmcp.
-#[derive(Clone)]
 struct Endpoint {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
-    token: Option<Arc<str>>,
-    hosts: Arc<AllowedHosts>,
+    token: Option<String>,
+    hosts: AllowedHosts,
 }
 
 /// The `Host` values a server answers: the DNS-rebinding guard. An entry
@@ -258,11 +252,12 @@ impl AllowedHosts {
         if self.any {
             return true;
         }
-        let Some((name, port)) = host.and_then(authority) else {
+        let Some((name, port)) = host.and_then(split_authority) else {
             return false;
         };
         self.entries.iter().any(|(allowed, allowed_port)| {
-            *allowed == name && allowed_port.is_none_or(|allowed| port == Some(allowed))
+            allowed.eq_ignore_ascii_case(name)
+                && allowed_port.is_none_or(|allowed| port == Some(allowed))
         })
     }
 
@@ -308,6 +303,38 @@ fn authority(text: &str) -> Option<(String, Option<u16>)> {
     Some((bare(authority.host()), authority.port_u16()))
 }
 
+/// The name (IPv6 without brackets) and port of a `Host` value, without
+/// copying it (every request's is checked): `name`, `name:port`,
+/// `[v6]` or `[v6]:port`; `None` when it is none of these.
+fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
+    let text = text.trim();
+    let (name, port) = match text.strip_prefix('[') {
+        Some(bracketed) => {
+            let (name, rest) = bracketed.split_once(']')?;
+            match rest {
+                "" => (name, None),
+                _ => (name, Some(rest.strip_prefix(':')?)),
+            }
+        }
+        None => match text.split_once(':') {
+            Some((_, port)) if port.contains(':') => return None,
+            Some((name, port)) => (name, Some(port)),
+            None => (text, None),
+        },
+    };
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '@' || c == '/') {
+        return None;
+    }
+    let port = match port {
+        None => None,
+        Some(port) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(port.parse().ok()?)
+        }
+        Some(_) => return None,
+    };
+    Some((name, port))
+}
+
 /// A host name as compared: lower case, an IPv6 address without brackets.
 fn bare(name: &str) -> String {
     name.trim()
@@ -318,7 +345,7 @@ fn bare(name: &str) -> String {
 
 impl Endpoint {
     async fn answer(
-        mut self,
+        self: Arc<Self>,
         request: hyper::Request<Incoming>,
     ) -> Result<hyper::Response<Body>, Infallible> {
         let host = request
@@ -345,21 +372,7 @@ impl Endpoint {
             }
         }
         let ends_session = request.method() == hyper::Method::DELETE;
-        let gone = CancellationToken::new();
-        let mut request = request;
-        request.extensions_mut().insert(ClientGone(gone.clone()));
-        let response = tower_service::Service::call(&mut self.mcp, request).await?;
-        // The guard lives as long as the response body: hyper drops the body
-        // when the client goes away, or once it is sent (the call has
-        // answered by then).
-        let guard = gone.drop_guard();
-        let mut response = response.map(|body| {
-            body.map_frame(move |frame| {
-                let _alive = &guard;
-                frame
-            })
-            .boxed()
-        });
+        let mut response = self.mcp.handle(request).await;
         // A session ended: rmcp says 202, and the Python SDK (so TrustGraph's
         // client, after every call) warns unless it hears 200 or 204.
         if ends_session && response.status() == hyper::StatusCode::ACCEPTED {
@@ -436,6 +449,14 @@ mod tests {
             (Some("joke-tools"), false),
             (Some("evil.example"), false),
             (Some("local host"), false),
+            (Some("::1"), false),
+            (Some("[::1"), false),
+            (Some("[::1]8900"), false),
+            (Some("localhost:"), false),
+            (Some("localhost:99999"), false),
+            (Some("localhost:+1"), false),
+            (Some("user@localhost"), false),
+            (Some(""), false),
             (None, false),
         ] {
             assert_eq!(hosts.allows(host), allowed, "{host:?}");

@@ -513,33 +513,19 @@ impl ServerHandler for McpServer {
             token,
         });
         let arguments = request.arguments.unwrap_or_default();
-        let call = self.call(tool, &id, arguments, progress);
-        // Over HTTP: the response stream of this call, gone when the client
-        // disconnects.
-        let gone = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<http::ClientGone>())
-            .map(|gone| gone.0.clone());
-        let client_gone = async {
-            match &gone {
-                Some(gone) => gone.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        // A cancelled call drops the handler's future, as a timeout does.
-        // The call first: one that is ready at once (most are) never
-        // registers with the cancellation tokens.
+        // On the heap: rmcp moves the handler's future a few times, and
+        // spawns it inside the request's own; this keeps those moves small.
+        let call = Box::pin(self.call(tool, &id, arguments, progress));
+        // A call the client cancels (`notifications/cancelled`; over HTTP
+        // also by going away, which rmcp turns into the same) drops the
+        // handler's future, as a timeout does. The call first: one that is
+        // ready at once (most are) never registers with the token.
         tokio::select! {
             biased;
             result = span.clone().instrument(call) => Ok(traced(result, &span).into()),
             () = context.ct.cancelled() => {
                 span.in_scope(|| tracing::debug!("cancelled by the client"));
                 Err(ErrorData::internal_error("the call was cancelled", None))
-            }
-            () = client_gone => {
-                span.in_scope(|| tracing::debug!("the client went away; the call is cancelled"));
-                Err(ErrorData::internal_error("the client went away", None))
             }
         }
     }
