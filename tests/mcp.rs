@@ -583,6 +583,45 @@ fn answer_of(response: &str) -> Value {
 }
 
 #[tokio::test]
+async fn a_container_on_this_machine_reaches_the_server_by_the_hosts_names_for_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::default()).unwrap();
+    let address = serve_http_on_any_port(server, Default::default()).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    let port = address.port();
+    for (host, answered) in [
+        (format!("host.docker.internal:{port}"), true),
+        (format!("host.containers.internal:{port}"), true),
+        ("HOST.DOCKER.INTERNAL".to_owned(), true),
+        (format!("host.docker.internal.evil.example:{port}"), false),
+        (format!("joke-tools:{port}"), false),
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{initialize}",
+            initialize.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        if answered {
+            assert!(response.contains("\"serverInfo\""), "{host}: {response}");
+        } else {
+            assert!(
+                response.starts_with("HTTP/1.1 403") && response.contains("--mcp-allowed-host"),
+                "{host}: {response}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn lists_carry_cache_hints_on_the_2026_wire_private_when_the_request_had_a_token() {
     let registry = Arc::new(Registry::collect().unwrap());
     let server = McpServer::new(registry, McpOptions::default()).unwrap();

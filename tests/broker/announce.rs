@@ -346,6 +346,58 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
 }
 
 #[test]
+fn announcing_a_streaming_tool_over_pulsar_warns_that_the_agent_sees_its_first_chunk() {
+    let _suite = support::suite(module_path!());
+    let announce = |extra: &[&str]| {
+        let output = Command::new(support::example("streaming"))
+            .args([
+                "announce",
+                "--dry-run",
+                "--pulsar-host",
+                "pulsar://127.0.0.1:9",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stderr)
+    };
+    let stderr = announce(&[]);
+    assert!(
+        stderr.starts_with(
+            "warning: the tool `tell-story` streams (service `story-service`), and TrustGraph's agent \
+             takes the first frame of a tool-service reply as the whole answer: the LLM will \
+             see only the first chunk. Announce it over MCP (--mcp-url)"
+        ),
+        "{stderr}"
+    );
+    // Over MCP the result is the whole text: nothing to warn about.
+    let stderr = announce(&["--mcp-url", "http://story-tools:8900/mcp"]);
+    assert!(stderr.starts_with("dry run: nothing was sent"), "{stderr}");
+    // Only the tools that stream are named: of echo's, `blob`.
+    let output = Command::new(support::example("echo"))
+        .args([
+            "announce",
+            "--dry-run",
+            "--pulsar-host",
+            "pulsar://127.0.0.1:9",
+        ])
+        .output()
+        .unwrap();
+    let warnings: Vec<_> = text(&output.stderr)
+        .lines()
+        .filter(|line| line.starts_with("warning: "))
+        .map(|line| line.split('(').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        ["warning: the tool `blob` streams "],
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
 fn dry_run_prints_the_one_request_and_sends_nothing() {
     let _suite = support::suite(module_path!());
     // No broker is needed: nothing is sent.
@@ -355,10 +407,13 @@ fn dry_run_prints_the_one_request_and_sends_nothing() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
+    // After the warning about echo's streaming tool (see above).
     assert_eq!(
-        text(&output.stderr),
-        "dry run: nothing was sent; the request would go to \
-         non-persistent://tg/request/config:team-a\n"
+        text(&output.stderr).lines().last(),
+        Some(
+            "dry run: nothing was sent; the request would go to \
+             non-persistent://tg/request/config:team-a"
+        )
     );
     // Standard output is the request alone, ready for a pipe.
     let request: Value = serde_json::from_slice(&output.stdout).unwrap();

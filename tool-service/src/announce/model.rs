@@ -1,7 +1,7 @@
 //! What is announced: the config items of some services, the workspace
 //! they go to, and the config service's requests that carry them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde_json::{json, Value};
@@ -61,6 +61,8 @@ pub struct Announcement {
     pub(super) workspace: String,
     pub(super) tree: ConfigTree,
     pub(super) route: Route,
+    /// The ids of the services announced that stream (`#[stream]`).
+    pub(super) streaming: BTreeSet<String>,
 }
 
 impl fmt::Debug for Announcement {
@@ -146,10 +148,14 @@ impl Announcement {
     pub fn new(registry: &Registry, only: &[String]) -> Result<Self, crate::registry::UnknownName> {
         let all = registry.descriptors();
         let mut tree = ConfigTree::default();
+        let mut streaming = BTreeSet::new();
         for service in registry.services() {
             let id = service.id();
             if !only.is_empty() && !only.iter().any(|name| name == id) {
                 continue;
+            }
+            if service.is_streaming() {
+                streaming.insert(id.to_owned());
             }
             if let Some(descriptor) = all.tool_service.get(id) {
                 tree.tool_service.insert(id.to_owned(), descriptor.clone());
@@ -177,7 +183,56 @@ impl Announcement {
             workspace: DEFAULT_WORKSPACE.to_owned(),
             tree,
             route: Route::ToolService,
+            streaming,
         })
+    }
+
+    /// The tools of which TrustGraph's agent would see only the beginning,
+    /// each with what to do about it: those of a streaming service
+    /// announced as `tool-service` tools, since the agent takes the first
+    /// frame of a tool-service reply as the whole answer. Announced over
+    /// MCP ([`over_mcp`](Self::over_mcp)), none: there the result is the
+    /// whole text.
+    ///
+    /// ```
+    /// use tool_service::{announce::Announcement, tool_service, Chunks, Registry, StreamClosed};
+    ///
+    /// /// Tell a story, a chapter at a time.
+    /// #[tool_service(topic = "story", tool(name = "tell-story"))]
+    /// async fn story(#[stream] out: &Chunks) -> Result<&'static str, StreamClosed> {
+    ///     out.send("Once upon a time. ").await?;
+    ///     Ok("The end.")
+    /// }
+    ///
+    /// let registry = Registry::collect().unwrap();
+    /// let announcement = Announcement::new(&registry, &[]).unwrap();
+    /// let warnings = announcement.first_frame_only();
+    /// assert_eq!(warnings.len(), 1);
+    /// assert!(warnings[0].starts_with("the tool `tell-story` streams"));
+    /// assert!(announcement
+    ///     .over_mcp("http://tools:8900/mcp", None)
+    ///     .first_frame_only()
+    ///     .is_empty());
+    /// ```
+    pub fn first_frame_only(&self) -> Vec<String> {
+        if !matches!(self.route, Route::ToolService) {
+            return Vec::new();
+        }
+        self.tree
+            .tool
+            .iter()
+            .filter(|(_, tool)| self.streaming.contains(&tool.service))
+            .map(|(name, tool)| {
+                format!(
+                    "the tool `{name}` streams (service `{}`), and TrustGraph's agent takes \
+                     the first frame of a tool-service reply as the whole answer: the LLM \
+                     will see only the first chunk. Announce it over MCP (--mcp-url), whose \
+                     result is the whole text, or leave it out (--only) for clients that \
+                     read every chunk",
+                    tool.service
+                )
+            })
+            .collect()
     }
 
     /// The same tools as `mcp-tool` tools served by the MCP server at

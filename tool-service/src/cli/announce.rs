@@ -65,6 +65,11 @@ pub(super) async fn run(
     if let Some(url) = args.mcp_url {
         announcement = announcement.over_mcp(url, args.mcp_token.token()?);
     }
+    if matches!(change, Change::Announce(_)) {
+        for warning in announcement.first_frame_only() {
+            writeln!(err, "warning: {warning}")?;
+        }
+    }
     if args.dry_run {
         let request = match change {
             Change::Announce(_) => announcement.put_request(),

@@ -20,7 +20,8 @@ pub(crate) struct McpHttpArgs {
     mcp_token: super::McpTokenArgs,
     /// Also answer requests whose `Host` is this name (repeatable; e.g. the
     /// service's name in a container network; `*` answers any). localhost,
-    /// 127.0.0.1 and ::1 are always answered.
+    /// 127.0.0.1, ::1, host.docker.internal and host.containers.internal
+    /// are always answered.
     #[arg(
         long,
         env = "TOOL_SERVICE_MCP_ALLOWED_HOST",

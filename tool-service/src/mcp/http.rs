@@ -23,8 +23,18 @@ use crate::log_text::Untrusted;
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
 
-/// The host names a server answers by default: a client on this machine.
-pub(crate) const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+/// The host names a server answers by default: a client on this machine,
+/// directly or from a container on it (the names Docker and Podman give
+/// the host inside a container, which TrustGraph's MCP guide has its
+/// containers use). None of them is a name an attacker's page can make a
+/// browser send, which is what the guard is for.
+pub(crate) const LOCAL_HOSTS: &[&str] = &[
+    "localhost",
+    "127.0.0.1",
+    "::1",
+    "host.docker.internal",
+    "host.containers.internal",
+];
 
 /// How MCP is served over HTTP.
 ///
@@ -41,9 +51,9 @@ pub(crate) const LOCAL_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 #[non_exhaustive]
 pub struct HttpOptions {
     /// The `Host` values (names, optionally with a port) requests may
-    /// carry: the DNS-rebinding guard. Default `localhost`, `127.0.0.1` and
-    /// `::1`; `*` allows
-    /// any.
+    /// carry: the DNS-rebinding guard. Default `localhost`, `127.0.0.1`,
+    /// `::1`, and `host.docker.internal` and `host.containers.internal`
+    /// (this machine as a container on it reaches it); `*` allows any.
     pub allowed_hosts: Vec<String>,
     /// The `Origin` values a browser's requests may carry, besides the
     /// local ones (`http://localhost:*` and the like); requests without an

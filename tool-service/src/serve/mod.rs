@@ -310,6 +310,9 @@ impl Announcing {
             announcement,
             options,
         } = self;
+        for warning in announcement.first_frame_only() {
+            tracing::warn!("{warning}");
+        }
         let announced = tokio::select! {
             announced = crate::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
             _ = stop_requested(&mut stopped) => false,
