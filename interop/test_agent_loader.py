@@ -12,6 +12,7 @@ import subprocess
 from trustgraph.agent.react.agent_manager import AgentManager
 from trustgraph.agent.react.service import Processor
 from trustgraph.agent.react.tools import ToolServiceImpl
+from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
 
 from peer import GOLDEN, examples_dir, with_client
 
@@ -46,8 +47,13 @@ def test_the_agent_loads_the_joke_tool():
     tool = tools["tell-joke"]
     assert tool.description == "Tell a joke on a given topic"
     settings = tool_service_settings(tool)
-    assert settings["request_queue"] == "non-persistent://tg/request/joke"
-    assert settings["response_queue"] == "non-persistent://tg/response/joke"
+    # TrustGraph's own queue names, which its Pulsar backend maps to the
+    # topics the service is served on (its RabbitMQ and Kafka backends take
+    # only these).
+    assert settings["request_queue"] == "request:tg:joke"
+    assert settings["response_queue"] == "response:tg:joke"
+    assert AsyncPulsarBackend._map_topic(None, settings["request_queue"]) == "non-persistent://tg/request/joke"
+    assert AsyncPulsarBackend._map_topic(None, settings["response_queue"]) == "non-persistent://tg/response/joke"
     assert settings["config_values"] == {"style": "pun"}
     assert [(a.name, a.type, a.description) for a in settings["arguments"]] == [
         ("topic", "string", "The topic for the joke (e.g., programming, animals, food)"),

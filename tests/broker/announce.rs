@@ -322,6 +322,25 @@ async fn a_clash_is_refused_unless_replace_and_withdraw_takes_only_ours() {
     let puts = config.operations().iter().filter(|op| *op == "put").count();
     assert_eq!(puts, 1);
 
+    // The same service with its queues written the other way names the
+    // same topic: an update of our own item, not a clash.
+    assert_eq!(
+        config.item("tool-service", "joke-service").unwrap()["request-queue"],
+        "request:tg:joke"
+    );
+    let rewritten = succeeded(&announce(&["--queue-names", "pulsar"]));
+    assert_eq!(
+        rewritten,
+        "announced in workspace `it-clash`: services joke-service; tools tell-joke\n"
+    );
+    assert_eq!(
+        config.item("tool-service", "joke-service").unwrap()["request-queue"],
+        "non-persistent://tg/request/joke"
+    );
+    succeeded(&announce(&[]));
+    let puts = config.operations().iter().filter(|op| *op == "put").count();
+    assert_eq!(puts, 3);
+
     // Someone else's tool, under another name, survives the withdrawal.
     let other = json!({"type": "tool-service", "name": "their-tool", "description": "Theirs",
         "service": "their-jokes", "arguments": []});

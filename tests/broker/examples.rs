@@ -19,6 +19,21 @@ fn golden(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A golden `tool-service` item (the spec's, with Pulsar topic names) as
+/// descriptors write it by default: its queues in TrustGraph's
+/// `class:topicspace:topic`.
+fn golden_trustgraph(name: &str) -> Value {
+    let mut item = golden(name);
+    for (key, class) in [("request-queue", "request"), ("response-queue", "response")] {
+        let pulsar = item[key].as_str().unwrap().to_owned();
+        let topic = pulsar
+            .strip_prefix(&format!("non-persistent://tg/{class}/"))
+            .unwrap();
+        item[key] = format!("{class}:tg:{topic}").into();
+    }
+    item
+}
+
 fn stdout_json(output: &Output) -> Value {
     assert!(
         output.status.success(),
@@ -43,6 +58,21 @@ fn joke_descriptors_equal_the_spec() {
         let tree = stdout_json(&run("joke", args));
         assert_eq!(
             tree["tool-service"]["joke-service"],
+            golden_trustgraph("joke-service.json")
+        );
+        assert_eq!(tree["tool"]["tell-joke"], golden("tell-joke.json"));
+    }
+    // The spec's own shape, Pulsar topic names, when asked.
+    let spec = stdout_json(&run("joke", &["descriptors", "--queue-names", "pulsar"]));
+    let by_variable = stdout_json(
+        &Command::new(support::example("joke"))
+            .env("TOOL_SERVICE_QUEUE_NAMES", "pulsar")
+            .output()
+            .unwrap(),
+    );
+    for tree in [spec, by_variable] {
+        assert_eq!(
+            tree["tool-service"]["joke-service"],
             golden("joke-service.json")
         );
         assert_eq!(tree["tool"]["tell-joke"], golden("tell-joke.json"));
@@ -57,7 +87,7 @@ fn custom_rag_has_two_tools_on_one_service() {
     let tree = stdout_json(&run("custom_rag", &[]));
     assert_eq!(
         tree["tool-service"]["custom-rag"],
-        golden("custom-rag.json")
+        golden_trustgraph("custom-rag.json")
     );
     assert_eq!(
         tree["tool"]["query-customers"],
@@ -96,7 +126,10 @@ fn descriptors_out_writes_one_file_per_item() {
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{key}.json"))).unwrap())
             .unwrap()
     };
-    assert_eq!(read("tool-service/custom-rag"), golden("custom-rag.json"));
+    assert_eq!(
+        read("tool-service/custom-rag"),
+        golden_trustgraph("custom-rag.json")
+    );
     assert_eq!(read("tool/query-customers"), golden("query-customers.json"));
     assert_eq!(read("tool/query-products"), golden("query-products.json"));
     std::fs::remove_dir_all(dir).unwrap();

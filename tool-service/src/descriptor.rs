@@ -28,8 +28,8 @@ const TOOL_FIELDS: [&str; 8] = [
 /// use tool_service::descriptor::{ConfigParam, ToolServiceDescriptor};
 ///
 /// let json = r#"{"id": "joke-service",
-///   "request-queue": "non-persistent://tg/request/joke",
-///   "response-queue": "non-persistent://tg/response/joke",
+///   "request-queue": "request:tg:joke",
+///   "response-queue": "response:tg:joke",
 ///   "config-params": [{"name": "style", "required": false}]}"#;
 /// let descriptor: ToolServiceDescriptor = serde_json::from_str(json).unwrap();
 /// assert_eq!(descriptor.config_params, [ConfigParam { name: "style".into(), required: false }]);
@@ -38,10 +38,11 @@ const TOOL_FIELDS: [&str; 8] = [
 pub struct ToolServiceDescriptor {
     /// The service id.
     pub id: String,
-    /// The request topic.
+    /// The request queue: TrustGraph's `class:topicspace:topic`
+    /// (`request:tg:joke`), or a Pulsar topic name (see [`QueueNames`]).
     #[serde(rename = "request-queue")]
     pub request_queue: String,
-    /// The response topic.
+    /// The response queue, written as the request queue is.
     #[serde(rename = "response-queue")]
     pub response_queue: String,
     /// The config parameters a tool of this service may set.
@@ -132,7 +133,121 @@ pub struct ConfigTree {
     pub tool: BTreeMap<String, ToolDescriptor>,
 }
 
+/// How descriptors write a service's queues.
+///
+/// TrustGraph names a queue `class:topicspace:topic` (`request:tg:joke`) and
+/// each of its pub/sub backends maps that name: Pulsar to the topic
+/// `non-persistent://tg/request/joke` (`flow` queues are persistent),
+/// RabbitMQ and Kafka to `tg.request.joke`. Its Pulsar backend also takes a
+/// Pulsar topic name as it is; the others refuse one. Both forms name the
+/// same topic on Pulsar, which is where the services of this crate listen.
+///
+/// ```
+/// use tool_service::descriptor::{ConfigTree, QueueNames, ToolServiceDescriptor};
+///
+/// let mut tree = ConfigTree::default();
+/// tree.tool_service.insert("joke-service".into(), ToolServiceDescriptor {
+///     id: "joke-service".into(),
+///     request_queue: "request:tg:joke".into(),
+///     response_queue: "response:tg:joke".into(),
+///     config_params: vec![],
+/// });
+/// let pulsar = tree.with_queue_names(QueueNames::Pulsar);
+/// let service = &pulsar.tool_service["joke-service"];
+/// assert_eq!(service.request_queue, "non-persistent://tg/request/joke");
+/// assert_eq!(service.response_queue, "non-persistent://tg/response/joke");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum QueueNames {
+    /// TrustGraph's `class:topicspace:topic` (`request:tg:joke`), which
+    /// every TrustGraph backend reads: the default. A topic that has no
+    /// such name (`persistent://public/default/x`, say) keeps its Pulsar
+    /// name.
+    #[default]
+    TrustGraph,
+    /// Pulsar topic names (`non-persistent://tg/request/joke`), for a
+    /// TrustGraph release that reads only those.
+    Pulsar,
+}
+
+impl QueueNames {
+    /// `queue`, in either form, written this way.
+    pub fn write(self, queue: &str) -> String {
+        match self {
+            Self::TrustGraph => trustgraph_queue(queue).unwrap_or_else(|| queue.to_owned()),
+            Self::Pulsar => pulsar_topic(queue),
+        }
+    }
+}
+
+impl std::str::FromStr for QueueNames {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "trustgraph" => Ok(Self::TrustGraph),
+            "pulsar" => Ok(Self::Pulsar),
+            other => Err(format!(
+                "`{other}` is not a way to write queue names: write `trustgraph` \
+                 (request:tg:joke) or `pulsar` (non-persistent://tg/request/joke)"
+            )),
+        }
+    }
+}
+
+/// The persistence TrustGraph's Pulsar backend gives a queue class.
+fn persistence(class: &str) -> Option<&'static str> {
+    match class {
+        "flow" => Some("persistent"),
+        "request" | "response" | "notify" => Some("non-persistent"),
+        _ => None,
+    }
+}
+
+/// The Pulsar topic a queue name means, as TrustGraph's Pulsar backend maps
+/// it: a name with `://` is one already; `class:topicspace:topic` becomes
+/// `{persistence}://{topicspace}/{class}/{topic}`. Anything else is
+/// returned as it is.
+pub(crate) fn pulsar_topic(queue: &str) -> String {
+    if queue.contains("://") {
+        return queue.to_owned();
+    }
+    let mut parts = queue.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(class), Some(space), Some(topic)) if !space.is_empty() && !topic.is_empty() => {
+            match persistence(class) {
+                Some(persistence) => format!("{persistence}://{space}/{class}/{topic}"),
+                None => queue.to_owned(),
+            }
+        }
+        _ => queue.to_owned(),
+    }
+}
+
+/// TrustGraph's name of a Pulsar topic, when it has one: the topic is
+/// `{persistence}://{topicspace}/{class}/{topic}` with the persistence
+/// TrustGraph gives the class.
+fn trustgraph_queue(queue: &str) -> Option<String> {
+    let (scheme, rest) = queue.split_once("://")?;
+    let mut parts = rest.splitn(3, '/');
+    let (space, class, topic) = (parts.next()?, parts.next()?, parts.next()?);
+    let fits = |part: &str| !part.is_empty() && !part.contains([':', '/']);
+    (persistence(class) == Some(scheme) && fits(space) && !topic.is_empty() && !topic.contains('/'))
+        .then(|| format!("{class}:{space}:{topic}"))
+}
+
 impl ConfigTree {
+    /// The same items with every service's queues written as `names` says.
+    #[must_use]
+    pub fn with_queue_names(mut self, names: QueueNames) -> Self {
+        for service in self.tool_service.values_mut() {
+            service.request_queue = names.write(&service.request_queue);
+            service.response_queue = names.write(&service.response_queue);
+        }
+        self
+    }
+
     /// Each item as `(key, JSON)`, keys like `tool-service/joke-service` and
     /// `tool/tell-joke`, ready for `tg-put-config-item`.
     pub fn items(&self) -> Vec<(String, Value)> {
@@ -376,8 +491,8 @@ pub(crate) fn describe(
     }
     let descriptor = ToolServiceDescriptor {
         id,
-        request_queue: service.request_queue(),
-        response_queue: service.response_queue(),
+        request_queue: QueueNames::TrustGraph.write(&service.request_queue()),
+        response_queue: QueueNames::TrustGraph.write(&service.response_queue()),
         config_params,
     };
     Ok((descriptor, tools))
@@ -391,6 +506,46 @@ fn listed(names: &[&str]) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_names_go_both_ways_where_trustgraph_has_a_name() {
+        for (pulsar, trustgraph) in [
+            ("non-persistent://tg/request/joke", "request:tg:joke"),
+            ("non-persistent://tg/response/joke", "response:tg:joke"),
+            ("non-persistent://tg/notify/x", "notify:tg:x"),
+            ("persistent://tg/flow/x", "flow:tg:x"),
+            (
+                "non-persistent://tg/request/config:default",
+                "request:tg:config:default",
+            ),
+            ("non-persistent://team/request/joke", "request:team:joke"),
+        ] {
+            assert_eq!(QueueNames::TrustGraph.write(pulsar), trustgraph);
+            assert_eq!(QueueNames::TrustGraph.write(trustgraph), trustgraph);
+            assert_eq!(QueueNames::Pulsar.write(trustgraph), pulsar);
+            assert_eq!(QueueNames::Pulsar.write(pulsar), pulsar);
+        }
+        // No TrustGraph name: the persistence is not the class's, or the
+        // namespace is not a class.
+        for pulsar in [
+            "persistent://tg/request/joke",
+            "non-persistent://tg/flow/x",
+            "persistent://public/default/joke",
+            "non-persistent://tg/request/a/b",
+        ] {
+            assert_eq!(QueueNames::TrustGraph.write(pulsar), pulsar);
+            assert_eq!(QueueNames::Pulsar.write(pulsar), pulsar);
+        }
+        assert_eq!("Pulsar".parse::<QueueNames>(), Ok(QueueNames::Pulsar));
+        assert_eq!(
+            "trustgraph".parse::<QueueNames>(),
+            Ok(QueueNames::TrustGraph)
+        );
+        assert!("kafka"
+            .parse::<QueueNames>()
+            .unwrap_err()
+            .contains("`trustgraph`"));
+    }
     use schemars::JsonSchema;
 
     #[allow(dead_code)]

@@ -278,9 +278,12 @@ pub async fn announce(
     for (kind, key, value) in &items {
         let clash = match *kind {
             TOOL_SERVICE => servers.get(key).and_then(|existing| {
+                // The same topic is the same service, whichever way each
+                // names it (`request:tg:joke`, `non-persistent://tg/request/joke`).
                 let ours = &announcement.tree.tool_service[key].request_queue;
                 let theirs = existing["request-queue"].as_str().unwrap_or("?");
-                (theirs != ours).then(|| theirs.to_owned())
+                (crate::descriptor::pulsar_topic(theirs) != crate::descriptor::pulsar_topic(ours))
+                    .then(|| theirs.to_owned())
             }),
             MCP => servers.get(key).and_then(|existing| {
                 let theirs = existing["url"].as_str().unwrap_or("?");

@@ -288,6 +288,15 @@ impl Announcement {
         }
     }
 
+    /// The same items with the services' queues written as `names` says
+    /// (by default TrustGraph's `request:tg:joke`, which every TrustGraph
+    /// backend reads).
+    #[must_use]
+    pub fn with_queue_names(mut self, names: crate::descriptor::QueueNames) -> Self {
+        self.tree = self.tree.with_queue_names(names);
+        self
+    }
+
     /// The same items, for `workspace`.
     #[must_use]
     pub fn in_workspace(mut self, workspace: impl Into<String>) -> Self {

@@ -44,6 +44,8 @@ pub(crate) struct TargetArgs {
     /// `auth-token`.
     #[command(flatten)]
     mcp_token: super::McpTokenArgs,
+    #[command(flatten)]
+    names: super::QueueNamesArgs,
 }
 
 /// Which of the two commands.
@@ -61,7 +63,9 @@ pub(super) async fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliResult {
-    let mut announcement = Announcement::new(registry, &args.only)?.in_workspace(args.workspace);
+    let mut announcement = Announcement::new(registry, &args.only)?
+        .in_workspace(args.workspace)
+        .with_queue_names(args.names.queue_names);
     if let Some(url) = args.mcp_url {
         announcement = announcement.over_mcp(url, args.mcp_token.token()?);
     }

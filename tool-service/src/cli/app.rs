@@ -498,8 +498,23 @@ impl<A: 'static> App<A> {
                 return Err(ExitCode::FAILURE);
             }
         };
-        let done = match cli.command.unwrap_or(Command::Descriptors { out: None }) {
-            Command::Descriptors { out: dir } => descriptors(&registry, dir.as_deref(), out, err),
+        let command = match cli.command.map_or_else(
+            || {
+                super::QueueNamesArgs::from_env()
+                    .map(|names| Command::Descriptors { out: None, names })
+            },
+            Ok,
+        ) {
+            Ok(command) => command,
+            Err(error) => {
+                let _ = writeln!(err, "error: {error}");
+                return Err(ExitCode::FAILURE);
+            }
+        };
+        let done = match command {
+            Command::Descriptors { out: dir, names } => {
+                descriptors(&registry, dir.as_deref(), names.queue_names, out, err)
+            }
             Command::List => list(&registry, out),
             #[cfg(feature = "pulsar")]
             Command::Serve(args) => match super::serve::prepare(args, meta) {

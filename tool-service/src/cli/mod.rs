@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::Value;
 
+use crate::descriptor::QueueNames;
 use crate::registry::Registry;
 use crate::wire::Request;
 
@@ -54,6 +55,8 @@ pub(super) enum Command {
         /// Also write one file per item: DIR/tool-service/<id>.json and DIR/tool/<name>.json.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        names: QueueNamesArgs,
     },
     /// List the services, their topics and their tools.
     List,
@@ -342,7 +345,41 @@ fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String>
     Ok(token.to_owned())
 }
 
-/// `30s` (every service) or `joke-service=30s` (one service).
+/// How descriptors write a service's queues: `descriptors`, `announce` and
+/// `serve --announce` take it.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct QueueNamesArgs {
+    /// How `tool-service` items write their queues: `trustgraph`
+    /// (`request:tg:joke`, which TrustGraph reads on every backend) or
+    /// `pulsar` (`non-persistent://tg/request/joke`, for a release that
+    /// reads only those). Both name the same Pulsar topic.
+    #[arg(
+        long,
+        env = QUEUE_NAMES_ENV,
+        default_value = "trustgraph",
+        value_name = "FORM",
+        value_parser = clap::builder::ValueParser::new(str::parse::<QueueNames>)
+    )]
+    pub(crate) queue_names: QueueNames,
+}
+
+/// The variable of `--queue-names`.
+const QUEUE_NAMES_ENV: &str = "TOOL_SERVICE_QUEUE_NAMES";
+
+impl QueueNamesArgs {
+    /// As with no command (the descriptors are printed): the variable, or
+    /// the default.
+    pub(crate) fn from_env() -> Result<Self, BoxError> {
+        let queue_names = match std::env::var(QUEUE_NAMES_ENV) {
+            Ok(text) => text
+                .parse()
+                .map_err(|error| format!("{QUEUE_NAMES_ENV}: {error}"))?,
+            Err(_) => QueueNames::default(),
+        };
+        Ok(Self { queue_names })
+    }
+}
+
 /// An MCP server's bearer token: what `mcp` and `serve --mcp-listen` require
 /// of every request, and what `announce --mcp-url` hands to TrustGraph.
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
@@ -466,11 +503,12 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 fn descriptors(
     registry: &Registry,
     dir: Option<&Path>,
+    names: QueueNames,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> CliResult {
-    let tree = registry.descriptors();
-    serde_json::to_writer_pretty(&mut *out, tree)?;
+    let tree = registry.descriptors().clone().with_queue_names(names);
+    serde_json::to_writer_pretty(&mut *out, &tree)?;
     writeln!(out)?;
     if let Some(dir) = dir {
         let items = tree.items();

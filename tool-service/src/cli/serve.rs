@@ -108,6 +108,8 @@ pub(crate) struct ServeArgs {
     /// it is retried; units ms, s, m, h.
     #[arg(long, env = "TOOL_SERVICE_ANNOUNCE_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
     announce_timeout: std::time::Duration,
+    #[command(flatten)]
+    names: super::QueueNamesArgs,
     /// Also serve every tool over MCP (Streamable HTTP) at
     /// http://HOST:PORT/mcp, in this process; the drain and shutdown
     /// cover both.
@@ -150,6 +152,7 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
         let mut announce = crate::serve::AnnounceOptions::new(args.workspace)
             .withdraw_on_exit(args.withdraw_on_exit);
         announce.timeout = args.announce_timeout;
+        announce.queue_names = args.names.queue_names;
         if args.replace {
             announce.on_clash = crate::announce::OnClash::Replace;
         }

@@ -457,7 +457,8 @@ impl Serving {
                 .collect();
             let mut announcement = crate::announce::Announcement::new(registry.as_ref(), &ids)
                 .expect("the services served are the registry's")
-                .in_workspace(announce.workspace.clone());
+                .in_workspace(announce.workspace.clone())
+                .with_queue_names(announce.queue_names);
             if let Some(mcp) = &announce.mcp {
                 announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
             }

@@ -67,6 +67,9 @@ pub struct AnnounceOptions {
     ///
     /// [`Announcement::over_mcp`]: crate::announce::Announcement::over_mcp
     pub mcp: Option<crate::announce::McpTarget>,
+    /// How the `tool-service` items write their queues (by default
+    /// TrustGraph's `request:tg:joke`, which every TrustGraph backend reads).
+    pub queue_names: crate::descriptor::QueueNames,
 }
 
 impl AnnounceOptions {
@@ -78,6 +81,7 @@ impl AnnounceOptions {
             on_clash: crate::announce::OnClash::Refuse,
             withdraw_on_exit: false,
             mcp: None,
+            queue_names: crate::descriptor::QueueNames::default(),
         }
     }
 
