@@ -355,3 +355,184 @@ fn abandoned_initializes_leave_no_state_behind() {
     );
     assert!(mcp.terminate().success());
 }
+
+/// The example under `ulimit -n files`, as in a container.
+fn start_with_file_limit(files: u32, args: &[&str]) -> Running {
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+        .arg(support::example("joke"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example");
+    let log = support::log_lines(&mut child);
+    Running {
+        child,
+        log,
+        seen: Vec::new(),
+    }
+}
+
+/// An MCP `initialize` on a connection of its own, answered within `within`.
+fn initialize_within(port: u16, within: Duration) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(within)).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .unwrap_or_else(|error| panic!("no answer within {within:?}: {error}; {response}"));
+    response
+}
+
+#[test]
+fn clients_that_never_finish_a_request_cannot_keep_a_normal_client_out() {
+    // 256 files; a cap of 100 connections, as the default 512 sits under
+    // the 1,024 files a container often gets.
+    let mut mcp = start_with_file_limit(
+        256,
+        &[
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-address",
+            "127.0.0.1",
+            "--metrics-port",
+            "0",
+            "--mcp-max-connections",
+            "100",
+            "--mcp-header-timeout",
+            "20s",
+            "--mcp-body-timeout",
+            "1s",
+        ],
+    );
+    let metrics = mcp.port_in_log("metrics on");
+    let port = mcp.port_in_log("serving MCP");
+    // 400 connections that send half a request head and never the rest:
+    // more than the cap, and more than the process has files for.
+    // Without a cap, the process runs out of files after about 250 of
+    // them and accepts nothing more (not even their connects complete)
+    // until the header timeout frees some: 20 s.
+    let half = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: app");
+    let began = Instant::now();
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let held: Vec<std::net::TcpStream> = (0..400)
+        .map(|_| {
+            let mut stream =
+                std::net::TcpStream::connect_timeout(&address, Duration::from_secs(5)).unwrap();
+            stream.write_all(half.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    // While they are all held, a normal client is answered at once: the
+    // connection idle longest made room.
+    let started = Instant::now();
+    let answer = initialize_within(port, Duration::from_secs(5));
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"serverInfo\""), "{answer}");
+    println!(
+        "400 half-sent requests held in {:?}, then an initialize answered in {:?}",
+        started - began,
+        started.elapsed()
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?} before the normal client was answered",
+        began.elapsed()
+    );
+    // The probes (another port) answer too, and the counts say what happened.
+    assert_eq!(wait_for(metrics, "/readyz", "200"), "ready\n");
+    let (_, body) = support::scrape(metrics);
+    let evicted: u64 = body
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("tg_tool_service_mcp_connections_closed_total{reason=\"evicted\"} ")
+        })
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no evicted count:\n{body}"));
+    assert!(evicted >= 300, "{evicted} evicted:\n{body}");
+    let open: u64 = body
+        .lines()
+        .find_map(|line| line.strip_prefix("tg_tool_service_mcp_connections "))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no open count:\n{body}"));
+    assert!(open <= 100, "{open} open:\n{body}");
+
+    // A body that stops halfway is answered 408 after the body timeout,
+    // and the connection closes.
+    let answer = raw_exchange(
+        port,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
+        ),
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("the request body did not arrive within 1s"),
+        "{answer}"
+    );
+    let (_, body) = support::scrape(metrics);
+    assert!(
+        body.contains("tg_tool_service_mcp_connections_closed_total{reason=\"body-timeout\"} 1\n"),
+        "{body}"
+    );
+    drop(held);
+    assert!(mcp.terminate().success());
+}
+
+#[test]
+fn a_client_that_sends_no_whole_request_head_is_closed_after_the_header_timeout() {
+    let mut mcp = Running::start(
+        &[
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-address",
+            "127.0.0.1",
+            "--metrics-port",
+            "0",
+            "--mcp-header-timeout",
+            "1s",
+        ],
+        Stdio::null(),
+    );
+    let metrics = mcp.port_in_log("metrics on");
+    let port = mcp.port_in_log("serving MCP");
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "closed after {waited:?}"
+    );
+    let (_, body) = support::scrape(metrics);
+    assert!(
+        body.contains(
+            "tg_tool_service_mcp_connections_closed_total{reason=\"header-timeout\"} 1\n"
+        ),
+        "{body}"
+    );
+    assert!(mcp.terminate().success());
+}

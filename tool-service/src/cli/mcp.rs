@@ -38,6 +38,21 @@ pub(crate) struct McpHttpArgs {
         value_name = "ORIGIN"
     )]
     mcp_allowed_origin: Vec<String>,
+    /// How long a client has to send a whole request head (request line
+    /// and headers), on a new connection and between requests on a kept-alive
+    /// one; then the connection closes. Units ms, s, m, h.
+    #[arg(long, env = "TOOL_SERVICE_MCP_HEADER_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    mcp_header_timeout: Duration,
+    /// How long a client has to send a whole request body once its head
+    /// has arrived; then it is answered 408. Units ms, s, m, h.
+    #[arg(long, env = "TOOL_SERVICE_MCP_BODY_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    mcp_body_timeout: Duration,
+    /// The most MCP connections open at once. At the cap a new connection
+    /// closes the one idle longest (between requests, or still sending its
+    /// head); when every one is answering a request, the new one is
+    /// answered 503. Keep it under the process's file limit (`ulimit -n`).
+    #[arg(long, env = "TOOL_SERVICE_MCP_MAX_CONNECTIONS", default_value_t = crate::mcp::DEFAULT_MAX_CONNECTIONS as u32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    mcp_max_connections: u32,
 }
 
 impl McpHttpArgs {
@@ -55,6 +70,9 @@ impl McpHttpArgs {
             allowed_hosts,
             allowed_origins: self.mcp_allowed_origin.clone(),
             token,
+            header_timeout: self.mcp_header_timeout,
+            body_timeout: self.mcp_body_timeout,
+            max_connections: self.mcp_max_connections as usize,
             ..defaults
         })
     }

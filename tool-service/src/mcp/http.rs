@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -17,11 +17,23 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{Answering, Connections};
 use super::McpServer;
 use crate::log_text::Untrusted;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// [`HttpOptions::header_timeout`] by default.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`HttpOptions::body_timeout`] by default.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// [`HttpOptions::max_connections`] by default: well under the 1,024 file
+/// descriptors a container often gets, leaving room for the broker's
+/// connections, the metrics port and the process's own files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// The host names a server answers by default: a client on this machine,
 /// directly or from a container on it (the names Docker and Podman give
@@ -63,6 +75,18 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
+    /// How long a client has to send a whole request head (the request
+    /// line and headers) once it may send one: on a new connection, and
+    /// between requests on a kept-alive one. Then the connection closes.
+    pub header_timeout: Duration,
+    /// How long a client has to send a whole request body once its head
+    /// has arrived; then it is answered `408 Request Timeout`.
+    pub body_timeout: Duration,
+    /// The most connections open at once. At the cap, a new connection
+    /// closes the one idle longest (not answering a request: between
+    /// requests, or still sending its head); if every one is answering, the
+    /// new one is answered `503 Service Unavailable` and closed.
+    pub max_connections: usize,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -72,6 +96,9 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
@@ -83,6 +110,9 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             token: None,
             max_body_bytes: 4 * 1024 * 1024,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -150,7 +180,16 @@ pub async fn serve_http(
         mcp,
         token: options.token.clone(),
         hosts: AllowedHosts::new(&options.allowed_hosts),
+        body_timeout: options.body_timeout,
+        max_body_bytes: options.max_body_bytes,
+        metrics: Arc::clone(server.host().metrics()),
     });
+    let connections =
+        Connections::new(options.max_connections, Arc::clone(server.host().metrics()));
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(options.header_timeout);
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
             url = %format!("http://{address}{MCP_PATH}"),
@@ -160,17 +199,35 @@ pub async fn serve_http(
     }
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let accept = |stream: tokio::net::TcpStream| {
+        let Some(admitted) = connections.admit() else {
+            // Every connection is answering a request: this one is told so
+            // at once, if its socket takes the few bytes, and closed.
+            let _ = stream.try_write(OVER_CAPACITY);
+            return;
+        };
         let _ = stream.set_nodelay(true);
         let endpoint = Arc::clone(&endpoint);
-        let service =
-            hyper::service::service_fn(move |request| Arc::clone(&endpoint).answer(request));
-        let connection = hyper::server::conn::http1::Builder::new()
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
+        let connection = admitted.handle();
+        let service = hyper::service::service_fn(move |request| {
+            Arc::clone(&endpoint).answer(request, connection.answering())
+        });
+        let connection = graceful.watch(http1.serve_connection(TokioIo::new(stream), service));
+        let metrics = Arc::clone(server.host().metrics());
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "MCP connection ended");
+            tokio::select! {
+                ended = connection => match ended {
+                    Err(error) if error.is_timeout() => {
+                        metrics.mcp_connection_closed("header-timeout");
+                        tracing::debug!(%error, "an MCP client sent no whole request head in time; closed");
+                    }
+                    Err(error) => tracing::debug!(%error, "MCP connection ended"),
+                    Ok(()) => {}
+                },
+                () = admitted.evicted() => {
+                    tracing::debug!("an idle MCP connection closed to make room for a new one");
+                }
             }
+            drop(admitted);
         });
     };
     server.set_serving(true);
@@ -196,6 +253,12 @@ pub async fn serve_http(
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
     Ok(())
 }
+
+/// The answer to a connection over the cap while every open one is
+/// answering a request.
+const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+Content-Type: text/plain; charset=utf-8\r\nContent-Length: 58\r\nConnection: close\r\n\r\n\
+this MCP server has no room for another connection; retry\n";
 
 /// How long a draining server still answers once its calls are done: for
 /// their clients to end their sessions (TrustGraph's client ends one after
@@ -230,6 +293,9 @@ struct Endpoint {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
     token: Option<String>,
     hosts: AllowedHosts,
+    body_timeout: Duration,
+    max_body_bytes: usize,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The `Host` values a server answers: the DNS-rebinding guard. An entry
@@ -357,16 +423,30 @@ impl Endpoint {
     async fn answer(
         self: Arc<Self>,
         request: hyper::Request<Incoming>,
+        answering: Answering,
     ) -> Result<hyper::Response<Body>, Infallible> {
+        let response = self.respond(request).await;
+        // The connection is answering until the response's body has been
+        // sent (or dropped, when its client goes away).
+        Ok(response.map(|body| {
+            body.map_frame(move |frame| {
+                let _answering = &answering;
+                frame
+            })
+            .boxed()
+        }))
+    }
+
+    async fn respond(&self, request: hyper::Request<Incoming>) -> hyper::Response<Body> {
         let host = request
             .headers()
             .get(hyper::header::HOST)
             .and_then(|value| value.to_str().ok());
         if !self.hosts.allows(host) {
-            return Ok(self.hosts.refuse(host));
+            return self.hosts.refuse(host);
         }
         if request.uri().path() != MCP_PATH {
-            return Ok(plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp"));
+            return plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
         if let Some(token) = &self.token {
             if !authorized(request.headers(), token) {
@@ -378,17 +458,52 @@ impl Endpoint {
                     hyper::header::WWW_AUTHENTICATE,
                     hyper::header::HeaderValue::from_static("Bearer"),
                 );
-                return Ok(response);
+                return response;
             }
         }
         let ends_session = request.method() == hyper::Method::DELETE;
+        // The body is read here, in bounded time and size, before rmcp
+        // sees the request: a client that sends it slowly holds nothing
+        // past the body timeout.
+        let (parts, body) = request.into_parts();
+        let read = Limited::new(body, self.max_body_bytes).collect();
+        let body = match tokio::time::timeout(self.body_timeout, read).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<LengthLimitError>() => {
+                return closing(
+                    hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is over this MCP server's limit of {} bytes\n",
+                        self.max_body_bytes
+                    ),
+                );
+            }
+            Ok(Err(error)) => {
+                return closing(
+                    hyper::StatusCode::BAD_REQUEST,
+                    format!("the request body could not be read: {error}\n"),
+                );
+            }
+            Err(_) => {
+                self.metrics.mcp_connection_closed("body-timeout");
+                tracing::debug!("an MCP client sent no whole request body in time; closed");
+                return closing(
+                    hyper::StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body did not arrive within {}\n",
+                        crate::duration::format(self.body_timeout)
+                    ),
+                );
+            }
+        };
+        let request = hyper::Request::from_parts(parts, Full::new(body));
         let mut response = self.mcp.handle(request).await;
         // A session ended: rmcp says 202, and the Python SDK (so TrustGraph's
         // client, after every call) warns unless it hears 200 or 204.
         if ends_session && response.status() == hyper::StatusCode::ACCEPTED {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
         }
-        Ok(response)
+        response
     }
 }
 
@@ -413,6 +528,18 @@ fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
             .zip(token)
             .fold(0u8, |difference, (a, b)| difference | (a ^ b))
             == 0
+}
+
+/// A refusal after which the connection closes (its request was not read
+/// to its end).
+fn closing(status: hyper::StatusCode, text: String) -> hyper::Response<Body> {
+    let mut response = plain(status, "");
+    *response.body_mut() = Full::new(Bytes::from(text)).boxed();
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 fn plain(status: hyper::StatusCode, text: &'static str) -> hyper::Response<Body> {

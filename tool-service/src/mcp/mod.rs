@@ -45,6 +45,7 @@
 //! descriptions are kept. Without `$schema`, MCP reads a schema as JSON
 //! Schema 2020-12, the dialect schemars writes.
 
+mod connections;
 mod http;
 mod schema;
 
@@ -64,7 +65,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-pub use http::{serve_http, HttpOptions};
+pub use http::{
+    serve_http, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 
 use crate::dispatch::{self, FrameSink, Limits};
 use crate::host::{Host, HostOptions, RateLimiter};

@@ -18,6 +18,8 @@
 //! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
+//! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
+//! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |
 //! | `tg_tool_service_trace_spans_dropped_total` | counter | none | with the `otel` feature, while tracing is on: spans not exported (the export queue was full, or the collector did not take their batch) |
 //! | `tg_tool_service_trace_spans_exported_total` | counter | none | with `otel`: spans the collector took |
 //! | `tg_tool_service_trace_contexts_ignored_total` | counter | none | with `otel`: malformed `traceparent`s ignored |
@@ -64,6 +66,7 @@
 //! assert!(text.contains("tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"));
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -97,6 +100,15 @@ pub struct Metrics {
     app: Mutex<Option<AppMetrics>>,
     /// The application's own readiness condition.
     app_ready: Mutex<Option<ReadinessCheck>>,
+    /// The MCP port's connections, once MCP is served over HTTP.
+    mcp_http: std::sync::OnceLock<McpHttpMetrics>,
+}
+
+/// The MCP port's connections: open now, and closed by a limit, by why.
+#[derive(Debug, Default)]
+struct McpHttpMetrics {
+    open: std::sync::atomic::AtomicU64,
+    closed: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 /// A readiness condition of the application's own (its database answers,
@@ -250,6 +262,14 @@ impl AppMetrics {
     }
 }
 
+/// Why a limit closed an MCP connection (or refused one): every new one
+/// over the cap while each open one was answering (`over-capacity`), an idle
+/// one closed to make room for a new one (`evicted`), no whole request head
+/// within the header timeout (`header-timeout`), no whole body within the
+/// body timeout (`body-timeout`).
+pub(crate) const MCP_CLOSE_REASONS: [&str; 4] =
+    ["over-capacity", "evicted", "header-timeout", "body-timeout"];
+
 /// No broker connection to speak of (nothing served on Pulsar yet).
 const BROKER_UNKNOWN: u8 = 0;
 const BROKER_LOST: u8 = 1;
@@ -292,6 +312,29 @@ impl Metrics {
         let created = Arc::new(ServiceMetrics::new(id, transport));
         services.push(Arc::clone(&created));
         created
+    }
+
+    /// Counts a connection opened (`true`) or closed (`false`) on the MCP
+    /// port, and renders the MCP connection families from the first call.
+    pub(crate) fn mcp_connection(&self, opened: bool) {
+        let open = &self.mcp_http.get_or_init(McpHttpMetrics::default).open;
+        if opened {
+            open.fetch_add(1, Ordering::Relaxed);
+        } else {
+            open.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts an MCP connection closed or refused by a limit: one of
+    /// [`MCP_CLOSE_REASONS`].
+    pub(crate) fn mcp_connection_closed(&self, reason: &'static str) {
+        let http = self.mcp_http.get_or_init(McpHttpMetrics::default);
+        *http
+            .closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(reason)
+            .or_default() += 1;
     }
 
     /// Marks the process as shutting down: [`Self::readiness`] fails from
@@ -560,6 +603,23 @@ impl Metrics {
             &services,
             |service| service.in_flight.load(Ordering::Relaxed).to_string(),
         );
+        if let Some(http) = self.mcp_http.get() {
+            let name = "tg_tool_service_mcp_connections";
+            let _ = writeln!(out, "# HELP {name} Connections open on the MCP port");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name} {}", http.open.load(Ordering::Relaxed));
+            let name = "tg_tool_service_mcp_connections_closed_total";
+            let _ = writeln!(
+                out,
+                "# HELP {name} MCP connections closed or refused by a limit, by reason"
+            );
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let closed = http.closed.lock().unwrap_or_else(PoisonError::into_inner);
+            for reason in MCP_CLOSE_REASONS {
+                let count = closed.get(reason).copied().unwrap_or(0);
+                let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
+            }
+        }
         let broker = self.broker.load(Ordering::Relaxed);
         if broker != BROKER_UNKNOWN {
             let name = "tg_tool_service_broker_connected";

@@ -1,0 +1,196 @@
+//! The MCP port's connections: at most a cap of them, and room for a new
+//! one made by closing the one idle longest (a connection that is not
+//! answering a request: between requests, or still waiting for a whole
+//! request head), so that a client holding many half-sent requests cannot
+//! keep everyone else out.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+
+/// The open connections of one MCP port.
+pub(crate) struct Connections {
+    max: usize,
+    /// When the port opened: idle times are kept as nanoseconds since.
+    epoch: Instant,
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, Arc<Connection>>>,
+    metrics: Arc<Metrics>,
+}
+
+/// One open connection.
+pub(crate) struct Connection {
+    id: u64,
+    /// Requests being answered on it (HTTP/1: 0 or 1).
+    answering: AtomicUsize,
+    /// Nanoseconds since the port opened at which it last became idle.
+    idle_since: AtomicU64,
+    /// Cancelled to close it.
+    close: CancellationToken,
+}
+
+/// A connection admitted: gone from the open ones when dropped.
+pub(crate) struct Admitted {
+    connections: Arc<Connections>,
+    connection: Arc<Connection>,
+}
+
+/// A connection, as its requests see it.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    connections: Arc<Connections>,
+    connection: Arc<Connection>,
+}
+
+/// Held while a request is answered (until its response body ends).
+pub(crate) struct Answering {
+    connections: Arc<Connections>,
+    connection: Arc<Connection>,
+}
+
+impl Connections {
+    pub(crate) fn new(max: usize, metrics: Arc<Metrics>) -> Arc<Self> {
+        Arc::new(Self {
+            max: max.max(1),
+            epoch: Instant::now(),
+            next: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+            metrics,
+        })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A new connection, when there is room for it or room can be made by
+    /// closing the connection idle longest; `None` when every open one is
+    /// answering a request.
+    pub(crate) fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.len() >= self.max {
+            let idlest = open
+                .values()
+                .filter(|connection| connection.answering.load(Ordering::Acquire) == 0)
+                .min_by_key(|connection| connection.idle_since.load(Ordering::Relaxed))
+                .map(|connection| connection.id);
+            let Some(id) = idlest else {
+                drop(open);
+                self.metrics.mcp_connection_closed("over-capacity");
+                return None;
+            };
+            if let Some(evicted) = open.remove(&id) {
+                evicted.close.cancel();
+                self.metrics.mcp_connection_closed("evicted");
+            }
+        }
+        let connection = Arc::new(Connection {
+            id: self.next.fetch_add(1, Ordering::Relaxed),
+            answering: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(self.now()),
+            close: CancellationToken::new(),
+        });
+        open.insert(connection.id, Arc::clone(&connection));
+        drop(open);
+        self.metrics.mcp_connection(true);
+        Some(Admitted {
+            connections: Arc::clone(self),
+            connection,
+        })
+    }
+}
+
+impl Admitted {
+    /// Completes when the connection is closed to make room for another.
+    pub(crate) fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.connection.close.cancelled()
+    }
+
+    /// The connection, for its requests.
+    pub(crate) fn handle(&self) -> Handle {
+        Handle {
+            connections: Arc::clone(&self.connections),
+            connection: Arc::clone(&self.connection),
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let removed = self
+            .connections
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.connection.id);
+        drop(removed);
+        self.connections.metrics.mcp_connection(false);
+    }
+}
+
+impl Handle {
+    /// Marks the connection as answering a request until the guard drops.
+    pub(crate) fn answering(&self) -> Answering {
+        self.connection.answering.fetch_add(1, Ordering::AcqRel);
+        Answering {
+            connections: Arc::clone(&self.connections),
+            connection: Arc::clone(&self.connection),
+        }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.connection
+            .idle_since
+            .store(self.connections.now(), Ordering::Relaxed);
+        self.connection.answering.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_the_cap_the_connection_idle_longest_makes_room_and_an_answering_one_never_does() {
+        let metrics = Arc::new(Metrics::new());
+        let connections = Connections::new(2, Arc::clone(&metrics));
+        let first = connections.admit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = connections.admit().unwrap();
+        // The first has been idle longest: it is closed for the third.
+        let third = connections.admit().unwrap();
+        assert!(first.connection.close.is_cancelled());
+        assert!(!second.connection.close.is_cancelled());
+        drop(first);
+        // Both open ones answering: no room is made, the new one is refused.
+        let busy = [second.handle().answering(), third.handle().answering()];
+        assert!(connections.admit().is_none());
+        drop(busy);
+        let fourth = connections.admit().unwrap();
+        let text = metrics.render();
+        // One of the two is closing (evicted): three until its task ends.
+        assert!(
+            text.contains("tg_tool_service_mcp_connections 3\n"),
+            "{text}"
+        );
+        drop((second, third, fourth));
+        assert!(metrics
+            .render()
+            .contains("tg_tool_service_mcp_connections 0\n"));
+        for (reason, count) in [("over-capacity", 1), ("evicted", 2)] {
+            assert!(
+                text.contains(&format!(
+                    "tg_tool_service_mcp_connections_closed_total{{reason=\"{reason}\"}} {count}\n"
+                )),
+                "{text}"
+            );
+        }
+    }
+}
