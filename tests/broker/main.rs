@@ -11,6 +11,7 @@
 //! * `client`: `ToolClient` against a raw Pulsar responder;
 //! * `examples`: the example binaries as users run them;
 //! * `flow`: concurrency, the receive window and shutdown;
+//! * `moves`: topics unloaded (moved between brokers) under traffic;
 //! * `operations`: metrics, probes and logs of a running `serve`;
 //! * `oversized`: what must not silence a service;
 //! * `python_peer`: our client against TrustGraph's `DynamicToolService`;
@@ -31,6 +32,7 @@ mod broker_restart;
 mod client;
 mod examples;
 mod flow;
+mod moves;
 mod operations;
 mod oversized;
 mod python_peer;

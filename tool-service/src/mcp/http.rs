@@ -186,10 +186,22 @@ pub async fn serve_http(
     });
     let connections =
         Connections::new(options.max_connections, Arc::clone(server.host().metrics()));
-    let mut http1 = hyper::server::conn::http1::Builder::new();
-    http1
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(options.header_timeout);
+    // The header timeout: idle connections swept a few times per period
+    // (see `connections` for why not hyper's own).
+    let sweeping = {
+        let connections = Arc::clone(&connections);
+        let timeout = options.header_timeout;
+        let every = (timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                connections.sweep(timeout);
+            }
+        })
+    };
+    let http1 = hyper::server::conn::http1::Builder::new();
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
             url = %format!("http://{address}{MCP_PATH}"),
@@ -212,19 +224,13 @@ pub async fn serve_http(
             Arc::clone(&endpoint).answer(request, connection.answering())
         });
         let connection = graceful.watch(http1.serve_connection(TokioIo::new(stream), service));
-        let metrics = Arc::clone(server.host().metrics());
         tokio::spawn(async move {
             tokio::select! {
-                ended = connection => match ended {
-                    Err(error) if error.is_timeout() => {
-                        metrics.mcp_connection_closed("header-timeout");
-                        tracing::debug!(%error, "an MCP client sent no whole request head in time; closed");
-                    }
-                    Err(error) => tracing::debug!(%error, "MCP connection ended"),
-                    Ok(()) => {}
+                ended = connection => if let Err(error) = ended {
+                    tracing::debug!(%error, "MCP connection ended");
                 },
-                () = admitted.evicted() => {
-                    tracing::debug!("an idle MCP connection closed to make room for a new one");
+                () = admitted.closed() => {
+                    tracing::debug!("an idle MCP connection closed (header timeout, or room for a new one)");
                 }
             }
             drop(admitted);
@@ -251,6 +257,7 @@ pub async fn serve_http(
     // Ends the sessions' streams, then the connections.
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
+    sweeping.abort();
     Ok(())
 }
 
