@@ -129,10 +129,20 @@ async fn answers(
     seen
 }
 
+/// Every request is answered, whichever topic moves; none is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unloading_the_topics_under_traffic_loses_no_request() {
     let _suite = support::suite(module_path!());
-    let replica = support::Replica::start("echo", &["--only", "durable-echo-service"]);
+    let metrics = support::free_port();
+    let replica = support::Replica::start(
+        "echo",
+        &[
+            "--only",
+            "durable-echo-service",
+            "--metrics-port",
+            &metrics.to_string(),
+        ],
+    );
     let pulsar = support::connect().await;
     let mut consumer = responses(&pulsar).await;
 
@@ -157,6 +167,18 @@ async fn unloading_the_topics_under_traffic_loses_no_request() {
     let retried = publishing.await.unwrap();
     let second = answers(&mut consumer, 200).await;
 
+    // What the service itself answered: the test's own subscription is
+    // moved too, and gets again what it had not yet had acknowledged.
+    let (_, scraped) = support::scrape(metrics);
+    let invocations: usize = scraped
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(
+                "tg_dynamic_tool_service_invocation_total{processor=\"durable-echo-service\"} ",
+            )
+        })
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no invocation count:\n{scraped}"));
     let (status, lines) = replica.finish();
     assert!(status.success(), "{lines:#?}");
     for (range, seen) in [(0..100, &first), (100..300, &second)] {
@@ -167,27 +189,32 @@ async fn unloading_the_topics_under_traffic_loses_no_request() {
             .collect();
         assert!(missing.is_empty(), "never answered: {missing:?}");
     }
-    let twice: Vec<_> = first
-        .iter()
-        .chain(&second)
-        .filter(|(_, count)| **count > 1)
-        .map(|(id, _)| id.clone())
-        .collect();
+    let received_twice = first
+        .values()
+        .chain(second.values())
+        .filter(|count| **count > 1)
+        .count();
     eprintln!(
-        "300 requests, 4 unloads: every one answered; answered more than once: {twice:?}; \
-         sent again: {retried:?}"
+        "300 requests, 4 unloads: every one answered; the service answered {invocations} \
+         times; {} requests sent again; the test's subscription received {received_twice} \
+         answers again after its topic moved",
+        retried.len()
     );
-    // A request sent twice (its first send's receipt lost in the move) may
-    // be answered twice; one sent once is answered once.
-    let unexplained: Vec<_> = twice.iter().filter(|id| !retried.contains(id)).collect();
+    // Pulsar delivers at least once: a request answered while its topic
+    // moved, whose acknowledgment the old owner never recorded, comes again
+    // and is answered again. At most the requests in hand at each move of
+    // the request topic (64, the service's concurrency, twice), and any
+    // request sent twice.
     assert!(
-        unexplained.is_empty(),
-        "answered more than once though sent once: {unexplained:?}"
+        invocations >= 300 && invocations <= 300 + 2 * 64 + retried.len(),
+        "the service answered {invocations} times for 300 requests ({} sent again)",
+        retried.len()
     );
-    // No WARN or ERROR from a move: the client's reconnections are its own.
+    // No WARN or ERROR from a move: the client's reconnections are its own
+    // (logged at debug).
     let loud: Vec<_> = lines
         .iter()
         .filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
         .collect();
-    eprintln!("WARN and ERROR lines: {loud:#?}");
+    assert!(loud.is_empty(), "{loud:#?}");
 }
