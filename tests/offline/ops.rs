@@ -20,9 +20,15 @@ struct Running {
 
 impl Running {
     fn start(args: &[&str], stdin: Stdio) -> Self {
-        let mut child = Command::new(support::example("joke"))
+        let mut command = Command::new(support::example("joke"));
+        command.args(args);
+        Self::spawn(command, stdin)
+    }
+
+    /// `command` (the example, or a shell that execs it), logging to a pipe.
+    fn spawn(mut command: Command, stdin: Stdio) -> Self {
+        let mut child = command
             .env_remove("RUST_LOG")
-            .args(args)
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -356,25 +362,26 @@ fn abandoned_initializes_leave_no_state_behind() {
     assert!(mcp.terminate().success());
 }
 
+/// `mcp` over HTTP on a free port, its metrics on another (both in the log).
+const MCP_WITH_METRICS: &[&str] = &[
+    "mcp",
+    "--listen",
+    "127.0.0.1:0",
+    "--metrics-address",
+    "127.0.0.1",
+    "--metrics-port",
+    "0",
+];
+
 /// The example under `ulimit -n files`, as in a container.
 fn start_with_file_limit(files: u32, args: &[&str]) -> Running {
-    let mut child = Command::new("bash")
+    let mut command = Command::new("bash");
+    command
         .arg("-c")
         .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
         .arg(support::example("joke"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the example");
-    let log = support::log_lines(&mut child);
-    Running {
-        child,
-        log,
-        seen: Vec::new(),
-    }
+        .args(args);
+    Running::spawn(command, Stdio::null())
 }
 
 /// An MCP `initialize` on a connection of its own, answered within `within`.
@@ -403,20 +410,17 @@ fn clients_that_never_finish_a_request_cannot_keep_a_normal_client_out() {
     let mut mcp = start_with_file_limit(
         256,
         &[
-            "mcp",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-address",
-            "127.0.0.1",
-            "--metrics-port",
-            "0",
-            "--mcp-max-connections",
-            "100",
-            "--mcp-header-timeout",
-            "20s",
-            "--mcp-body-timeout",
-            "1s",
-        ],
+            MCP_WITH_METRICS,
+            &[
+                "--mcp-max-connections",
+                "100",
+                "--mcp-header-timeout",
+                "20s",
+                "--mcp-body-timeout",
+                "1s",
+            ],
+        ]
+        .concat(),
     );
     let metrics = mcp.port_in_log("metrics on");
     let port = mcp.port_in_log("serving MCP");
@@ -496,17 +500,7 @@ fn clients_that_never_finish_a_request_cannot_keep_a_normal_client_out() {
 #[test]
 fn a_client_that_sends_no_whole_request_head_is_closed_after_the_header_timeout() {
     let mut mcp = Running::start(
-        &[
-            "mcp",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-address",
-            "127.0.0.1",
-            "--metrics-port",
-            "0",
-            "--mcp-header-timeout",
-            "1s",
-        ],
+        &[MCP_WITH_METRICS, &["--mcp-header-timeout", "1s"]].concat(),
         Stdio::null(),
     );
     let metrics = mcp.port_in_log("metrics on");

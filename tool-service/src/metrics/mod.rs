@@ -316,6 +316,7 @@ impl Metrics {
 
     /// Counts a connection opened (`true`) or closed (`false`) on the MCP
     /// port, and renders the MCP connection families from the first call.
+    #[cfg(feature = "mcp")]
     pub(crate) fn mcp_connection(&self, opened: bool) {
         let open = &self.mcp_http.get_or_init(McpHttpMetrics::default).open;
         if opened {
@@ -327,6 +328,7 @@ impl Metrics {
 
     /// Counts an MCP connection closed or refused by a limit: one of
     /// [`MCP_CLOSE_REASONS`].
+    #[cfg(feature = "mcp")]
     pub(crate) fn mcp_connection_closed(&self, reason: &'static str) {
         let http = self.mcp_http.get_or_init(McpHttpMetrics::default);
         *http
