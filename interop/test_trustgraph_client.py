@@ -13,6 +13,8 @@ import uuid
 import pulsar
 import pytest
 
+from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
+
 from peer import GOLDEN, PULSAR_URL, examples_dir, run, with_client
 
 def test_call_returns_the_joke_text():
@@ -119,14 +121,23 @@ def test_a_request_without_id_is_answered_as_unknown():
 
 
 def test_descriptors_equal_the_golden_vectors():
-    def tree(example):
-        out = subprocess.run([str(examples_dir() / example), "descriptors"], check=True, capture_output=True)
+    def tree(example, *args):
+        out = subprocess.run([str(examples_dir() / example), "descriptors", *args], check=True, capture_output=True)
         return json.loads(out.stdout)
 
-    joke = tree("joke")
+    # The spec's vectors name Pulsar topics: `--queue-names pulsar`.
+    joke = tree("joke", "--queue-names", "pulsar")
     assert joke["tool-service"]["joke-service"] == json.loads((GOLDEN / "joke-service.json").read_text())
     assert joke["tool"]["tell-joke"] == json.loads((GOLDEN / "tell-joke.json").read_text())
-    rag = tree("custom_rag")
+    rag = tree("custom_rag", "--queue-names", "pulsar")
     assert rag["tool-service"]["custom-rag"] == json.loads((GOLDEN / "custom-rag.json").read_text())
+    # By default TrustGraph's own names, which its Pulsar backend maps to
+    # the same topics.
+    default = tree("joke")["tool-service"]["joke-service"]
+    assert default == {**joke["tool-service"]["joke-service"],
+                       "request-queue": "request:tg:joke", "response-queue": "response:tg:joke"}
+    for key in ("request-queue", "response-queue"):
+        assert (AsyncPulsarBackend._map_topic(None, default[key])
+                == joke["tool-service"]["joke-service"][key])
     for name in ("query-customers", "query-products"):
         assert rag["tool"][name] == json.loads((GOLDEN / f"{name}.json").read_text())
