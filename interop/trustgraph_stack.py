@@ -9,16 +9,23 @@ ends it, every wait is bounded):
   Cassandra table store is replaced by `MemoryConfigTableStore`; the store needs the methods the config service calls.
   The workspace `broken` stores nothing: its put/delete raise, so TrustGraph's
   own handler answers with a genuine `config-error` reply.
-- TrustGraph's ReAct agent (`trustgraph.agent.react.service.Processor`), with
-  its flow configured as `tg-start-flow` would (`processor:agent-manager`,
-  with all 20 topic keys) and, unless `patched=False`, its 2.11.1
-  tool-service client bug patched (agent_patch.py).
+- TrustGraph's agent, with its flow configured as `tg-start-flow` would
+  (`processor:agent-manager`, with all 20 topic keys) and, unless
+  `patched=False`, its 2.11.1 tool-service client bug patched
+  (agent_patch.py): by default the ReAct service
+  (`trustgraph.agent.react.service.Processor`, `agent-manager-react`), with
+  `agent="orchestrator"` the agent TrustGraph's templates deploy
+  (`trustgraph.agent.orchestrator.service.Processor`, `agent-manager`: the
+  `react`, `plan-then-execute` and `supervisor` patterns). Both run as id
+  `agent-manager` and read the same flow.
 - With `mcp_tool=True`, TrustGraph's mcp-tool processor
   (`trustgraph.agent.mcp_tool.service.Service`, id `mcp-tool`) on the agent's
   `mcp-tool-request` / `mcp-tool-response` queues (`processor:mcp-tool`), as
   TrustGraph's templates deploy it: the route to MCP servers.
 - `ScriptedLLM`, a stand-in for the prompt service: it calls `tell-joke`, then
-  answers with the observation, and records the tools it was offered.
+  answers with the observation, and records the tools it was offered; it
+  answers the orchestrator's own templates too (routing, plans, sub-goals,
+  syntheses).
 - `Librarian`, a stand-in acking the agent's provenance saves.
 
 The config queues (`request:tg:config`, `config:<ws>`) have fixed names, so one
@@ -104,6 +111,7 @@ _install_memory_store()
 
 import agent_patch  # noqa: E402
 from trustgraph.agent.mcp_tool.service import Service as McpToolProcessor  # noqa: E402
+from trustgraph.agent.orchestrator.service import Processor as OrchestratorProcessor  # noqa: E402
 from trustgraph.agent.react.service import Processor as AgentProcessor  # noqa: E402
 from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend  # noqa: E402
 from trustgraph.base.request_response_client import RequestResponseClient  # noqa: E402
@@ -146,15 +154,33 @@ def _json(value):
 
 
 class ScriptedLLM:
-    """Stands in for the prompt service on the agent's `prompt-request` queue
-    (PromptRequest id "agent-react"). First turn: call `action` (default
-    `tell-joke` on programming) if the agent offered it; once an observation is
-    in the history: a Final Answer quoting it verbatim. `calls` records each
-    request's terms, so a test can see which tools the agent offered."""
+    """Stands in for the prompt service on the agent's `prompt-request` queue.
+
+    `agent-react` (the ReAct service, the orchestrator's `react` pattern and
+    the supervisor's sub-agents): first turn, call `action` (default
+    `tell-joke` on programming) if the agent offered it; once an observation
+    is in the history, a Final Answer quoting it verbatim.
+
+    The orchestrator's own templates (trustgraph-flow 2.11.1's ids):
+    `task-type-classify` → `task_type`, `pattern-select` → `pattern`;
+    `plan-create` → one step whose hint is `action`; `plan-step-execute` →
+    call `action` with `arguments` if offered; `supervisor-decompose` →
+    `goals` (default: the question); `plan-synthesise` and
+    `supervisor-synthesise` → the results, verbatim, one per paragraph.
+
+    `calls` records each request's id and terms, so a test sees which
+    templates ran and which tools the agent offered."""
 
     def __init__(self, action="tell-joke", arguments=None):
+        self.reset(action, arguments)
+
+    def reset(self, action="tell-joke", arguments=None):
+        """Back to the default script, with no calls recorded."""
         self.action = action
         self.arguments = arguments if arguments is not None else {"topic": "programming"}
+        self.task_type = "general"
+        self.pattern = "react"
+        self.goals = None
         self.calls = []
 
     def answer(self, terms):
@@ -167,6 +193,34 @@ class ScriptedLLM:
                     f"Args: {json.dumps(self.arguments)}")
         return f"Thought: no {self.action} tool.\nFinal Answer: no tool named {self.action} was offered (offered: {offered})"
 
+    def reply(self, prompt, terms):
+        """(text, object): what the prompt service would answer."""
+        offered = [tool["name"] for tool in terms.get("tools") or []]
+        if prompt == "agent-react":
+            return self.answer(terms), None
+        if prompt == "task-type-classify":
+            return self.task_type, None
+        if prompt == "pattern-select":
+            return self.pattern, None
+        if prompt == "plan-create":
+            hint = self.action if self.action in offered else ""
+            return None, [{"goal": terms["question"], "tool_hint": hint, "depends_on": []}]
+        if prompt == "plan-step-execute":
+            if self.action in offered:
+                return None, {"tool": self.action, "arguments": self.arguments}
+            return None, {"tool": "", "arguments": {}}
+        if prompt == "plan-synthesise":
+            return "\n\n".join(step["result"] for step in terms["steps"]), None
+        if prompt == "supervisor-decompose":
+            return None, list(self.goals or [terms["question"]])
+        if prompt == "supervisor-synthesise":
+            return "\n\n".join(result["result"] for result in terms["results"]), None
+        raise KeyError(prompt)
+
+    def prompts(self):
+        """The template ids asked for so far, in order."""
+        return [call["id"] for call in self.calls]
+
     async def serve(self, backend, request_topic, response_topic):
         consumer = await backend.create_consumer(request_topic, f"llm-{uuid.uuid4().hex[:8]}", PromptRequest)
         producer = await backend.create_producer(response_topic, PromptResponse)
@@ -177,11 +231,14 @@ class ScriptedLLM:
                 request = msg.value()
                 terms = {key: _json(value) for key, value in request.terms.items()}
                 self.calls.append({"id": request.id, **terms})
-                if request.id != "agent-react":
+                try:
+                    text, value = self.reply(request.id, terms)
+                except KeyError:
                     reply = PromptResponse(error=Error(type="llm-error", message=f"no script for prompt {request.id}"),
                                            end_of_stream=True)
                 else:
-                    reply = PromptResponse(text=self.answer(terms), end_of_stream=True)
+                    reply = (PromptResponse(text=text, end_of_stream=True) if value is None
+                             else PromptResponse(object=json.dumps(value), end_of_stream=True))
                 await producer.send(reply, {"id": msg.properties()["id"]})
         finally:
             await consumer.close()
@@ -216,9 +273,12 @@ class Answer:
         self.messages = messages
         self.text = "".join(m.content for m in messages if m.message_type == "answer")
         self.observations = [m.content for m in messages if m.message_type == "observation"]
+        last = messages[-1]
+        self.error = (last.error.message if last.error is not None
+                      else last.content if last.message_type == "error" else None)
 
     def __repr__(self):
-        return f"Answer(text={self.text!r}, observations={self.observations!r})"
+        return f"Answer(text={self.text!r}, observations={self.observations!r}, error={self.error!r})"
 
 
 class _LogTail(logging.Handler):
@@ -236,7 +296,11 @@ class TrustGraphStack:
 
     WORKSPACES = ("default", BROKEN_WORKSPACE)
 
-    def __init__(self, url=PULSAR_URL, startup_timeout=60, patched=True, mcp_tool=False):
+    AGENTS = {"react": AgentProcessor, "orchestrator": OrchestratorProcessor}
+
+    def __init__(self, url=PULSAR_URL, startup_timeout=60, patched=True, mcp_tool=False, agent="react"):
+        assert agent in self.AGENTS, f"agent is one of {sorted(self.AGENTS)}"
+        self.agent_kind = agent
         self.url = url
         self.patched = patched
         self.mcp_tool = mcp_tool
@@ -330,7 +394,7 @@ class TrustGraphStack:
                     self.backend, topics["prompt-request"], topics["prompt-response"])))
                 tasks.append(asyncio.create_task(self.librarian.serve(
                     self.backend, topics["librarian-request"], topics["librarian-response"])))
-                agent = AgentProcessor(id="agent-manager", pulsar_host=self.url, config_timeout=10,
+                agent = self.AGENTS[self.agent_kind](id="agent-manager", pulsar_host=self.url, config_timeout=10,
                                        librarian_timeout=10, prompt_timeout=30)
                 await agent.start()
                 processors.append(agent)
@@ -503,22 +567,25 @@ class TrustGraphStack:
                     f"not apply? see the log)\n{self.tail()}")
             time.sleep(0.1)
 
-    def ask(self, question, timeout=30):
-        """Puts a question to the agent; returns its Answer once end_of_dialog."""
+    def ask(self, question, timeout=30, pattern="", group=None, state="", error_ok=False):
+        """Puts a question to the agent (with the orchestrator's `pattern`,
+        TrustGraph's `group` and `state` if given); returns its Answer once
+        end_of_dialog. An error reply fails unless `error_ok` (then
+        `Answer.error` holds it)."""
         async def converse():
             messages = []
-            async for response in self.questions.request_stream(AgentRequest(question=question, group=None),
-                                                                timeout=timeout):
+            request = AgentRequest(question=question, group=group, state=state, pattern=pattern)
+            async for response in self.questions.request_stream(request, timeout=timeout):
                 messages.append(response)
                 if response.end_of_dialog:
                     return messages
 
         messages = self._call(asyncio.wait_for(converse(), timeout), timeout + 5, f"the agent asked {question!r}")
         last = messages[-1]
-        assert last.error is None and last.message_type != "error", \
+        failed = last.error is not None or last.message_type == "error"
+        assert error_ok or not failed, \
             f"the agent answered with an error: {last.error or last.content}\n{self.tail()}"
         return Answer(messages)
-
 
 if __name__ == "__main__":
     # Manual check: start the stack, put the joke descriptors, ask.
