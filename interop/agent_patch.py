@@ -23,10 +23,14 @@ pair on the processor (`tool_service_clients`) is kept as it was.
 import uuid
 
 from trustgraph.agent.react.tools import ToolServiceImpl
-from trustgraph.base.request_response_client import RequestResponseClient
-from trustgraph.base.request_response_spec import _make_impl_wrapper
 from trustgraph.base.tool_service_client import ToolServiceClient
 from trustgraph.schema import ToolServiceRequest, ToolServiceResponse
+
+try:
+    from trustgraph.base.request_response_client import RequestResponseClient
+    from trustgraph.base.request_response_spec import _make_impl_wrapper
+except ImportError:  # 2.7.x: its client has the constructor the agent calls
+    RequestResponseClient = _make_impl_wrapper = None
 
 _ORIGINAL = ToolServiceImpl._get_or_create_client
 
@@ -55,6 +59,7 @@ async def _get_or_create_client(self):
 
 def apply():
     """Patches the agent's tool-service client factory (idempotent)."""
+    assert _make_impl_wrapper is not None, "TrustGraph 2.7.x needs no patch: its agent builds the client it calls"
     ToolServiceImpl._get_or_create_client = _get_or_create_client
 
 

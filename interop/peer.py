@@ -12,9 +12,6 @@ import time
 import urllib.error
 import urllib.request
 
-from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
-from trustgraph.base.request_response_client import RequestResponseClient
-from trustgraph.base.request_response_spec import _make_impl_wrapper
 from trustgraph.base.tool_service_client import ToolServiceClient
 from trustgraph.schema import ToolServiceRequest, ToolServiceResponse
 
@@ -80,6 +77,10 @@ def stop(process):
 
 async def trustgraph_client(topic, timeout=30):
     """A tool-service caller as TrustGraph 2.11.1 builds it."""
+    from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
+    from trustgraph.base.request_response_client import RequestResponseClient
+    from trustgraph.base.request_response_spec import _make_impl_wrapper
+
     backend = AsyncPulsarBackend(PULSAR_URL)
     rr = await RequestResponseClient.create(
         backend=backend,

@@ -110,11 +110,9 @@ def _install_memory_store():
 _install_memory_store()
 
 import agent_patch  # noqa: E402
-from trustgraph.agent.mcp_tool.service import Service as McpToolProcessor  # noqa: E402
+import tg_messaging  # noqa: E402
 from trustgraph.agent.orchestrator.service import Processor as OrchestratorProcessor  # noqa: E402
 from trustgraph.agent.react.service import Processor as AgentProcessor  # noqa: E402
-from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend  # noqa: E402
-from trustgraph.base.request_response_client import RequestResponseClient  # noqa: E402
 from trustgraph.config.service.service import Processor as ConfigProcessor  # noqa: E402
 from trustgraph.schema import (  # noqa: E402
     AgentRequest,
@@ -365,12 +363,14 @@ class TrustGraphStack:
     async def _main(self):
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        self.backend = AsyncPulsarBackend(self.url)
+        self.backend = tg_messaging.backend(self.url)
+        self.tasks = tg_messaging.Tasks()
+        release = tg_messaging.processor_params(self.tasks)
         tasks, processors = [], []
         try:
             async with asyncio.timeout(self.startup_timeout):
                 await self._refuse_a_second_config_service()
-                config = ConfigProcessor(id="config-svc", pulsar_host=self.url)
+                config = ConfigProcessor(id="config-svc", pulsar_host=self.url, **release)
                 await config.start()
                 processors.append(config)
                 self.config_service = config
@@ -384,7 +384,9 @@ class TrustGraphStack:
                                         "response": topics["mcp-tool-response"]}, "parameters": {}}
                     await self._config_request("default", ConfigRequest(operation="put", values=[ConfigValue(
                         type="processor:mcp-tool", key="default", value=json.dumps(route))]))
-                    mcp_tool = McpToolProcessor(id="mcp-tool", pulsar_host=self.url, config_timeout=10)
+                    # Imported here: 2.7.15's needs an older MCP SDK than the peer's.
+                    from trustgraph.agent.mcp_tool.service import Service as McpToolProcessor
+                    mcp_tool = McpToolProcessor(id="mcp-tool", pulsar_host=self.url, config_timeout=10, **release)
                     await mcp_tool.start()
                     processors.append(mcp_tool)
                     self.mcp_tool_processor = mcp_tool
@@ -395,14 +397,14 @@ class TrustGraphStack:
                 tasks.append(asyncio.create_task(self.librarian.serve(
                     self.backend, topics["librarian-request"], topics["librarian-response"])))
                 agent = self.AGENTS[self.agent_kind](id="agent-manager", pulsar_host=self.url, config_timeout=10,
-                                       librarian_timeout=10, prompt_timeout=30)
+                                       librarian_timeout=10, prompt_timeout=30, **release)
                 await agent.start()
                 processors.append(agent)
                 self.agent = agent
                 await self._until(lambda: ("default", "default") in agent.flows, 20,
                                   "the agent did not start its flow from processor:agent-manager")
-                self.questions = await RequestResponseClient.create(
-                    backend=self.backend, request_topic=topics["request"], response_topic=topics["response"],
+                self.questions = await tg_messaging.client(
+                    self.backend, request_topic=topics["request"], response_topic=topics["response"],
                     request_schema=AgentRequest, response_schema=AgentResponse, default_timeout=60)
         except TimeoutError:
             self._startup_error = (f"not up within {self.startup_timeout}s: is a Pulsar broker at {self.url}? "
@@ -438,11 +440,12 @@ class TrustGraphStack:
                 logging.getLogger(__name__).warning(f"stopping {processor.id}: {e!r}")
         for client in clients:
             await client.close()
+        await self.tasks.cancel()
         await self.backend.close()
 
     async def _refuse_a_second_config_service(self):
-        client = await RequestResponseClient.create(
-            backend=self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
+        client = await tg_messaging.client(
+            self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
             request_schema=ConfigRequest, response_schema=ConfigResponse)
         try:
             await client.request(ConfigRequest(operation="getkeys-all-ws", type="workspace"), timeout=1.5)
@@ -455,8 +458,8 @@ class TrustGraphStack:
 
     async def _register_workspace(self, workspace):
         """The `__workspaces__` registration (a system-queue put, which TrustGraph's IAM service makes in a deployment), then wait for `config:<ws>`."""
-        client = await RequestResponseClient.create(
-            backend=self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
+        client = await tg_messaging.client(
+            self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
             request_schema=ConfigRequest, response_schema=ConfigResponse)
         try:
             reply = await client.request(ConfigRequest(
@@ -478,9 +481,8 @@ class TrustGraphStack:
     async def _config_request(self, workspace, request, timeout=10):
         client = self._config_clients.get(workspace)
         if client is None:
-            client = await RequestResponseClient.create(
-                backend=self.backend,
-                request_topic=f"non-persistent://tg/request/config:{workspace}",
+            client = await tg_messaging.client(
+                self.backend, request_topic=f"non-persistent://tg/request/config:{workspace}",
                 response_topic=f"non-persistent://tg/response/config:{workspace}",
                 request_schema=ConfigRequest, response_schema=ConfigResponse)
             self._config_clients[workspace] = client

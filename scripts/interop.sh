@@ -5,7 +5,8 @@
 # replicas behind nginx and HAProxy (scripts/balancers.sh installs them).
 #   scripts/interop.sh [pytest args…]
 # Starts the broker if none runs (PULSAR_URL picks an existing one), creates
-# the Python peer once, builds the examples.
+# the Python peer once (and TrustGraph 2.7.15's, for interop-trustgraph-2.7),
+# builds the examples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/broker-env.sh
@@ -15,3 +16,7 @@ cargo build --examples --locked
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 echo "==> interop suite (TrustGraph $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trustgraph-base"))'))" >&2
 "$PYTHON" -m pytest interop -q -p no:cacheprovider "$@"
+PYTHON27="$(TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh)"
+echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
+# Exit status 5: the arguments selected none of these tests.
+"$PYTHON27" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider "$@" || [ $? -eq 5 ]

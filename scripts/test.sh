@@ -61,6 +61,7 @@ if [ -z "${PULSAR_URL:-}" ]; then
   fi
 fi
 background peer scripts/python-peer.sh
+background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh
 background conformance scripts/mcp-ts-client.sh --install
 background balancers scripts/balancers.sh
 # The TLS/token test makes its keys and certificates with openssl.
@@ -85,6 +86,8 @@ export PULSAR_URL
 echo "==> Pulsar broker: $PULSAR_URL" >&2
 await peer
 export TOOL_SERVICE_PEER_PYTHON="$result"
+await peer27
+peer27_python="$result"
 await conformance
 await balancers
 
@@ -94,6 +97,8 @@ cargo test --workspace --locked --no-fail-fast
 phase "interop with TrustGraph's Python code, the Python MCP SDK and the MCP conformance suite"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5
+echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
+"$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 phase "tests passed; $(du -sh "$target_dir" | cut -f1) in $target_dir"
