@@ -184,6 +184,13 @@ def test_over_pulsar_the_stock_orchestrator_fails_the_call_and_the_patched_one_m
         for pattern in PATTERNS:
             answer = agent.ask(QUESTION, pattern=pattern)
             assert words(answer.text) == words(JOKE), (pattern, answer)
+        # The queue names in Pulsar's own form name the same topics.
+        agent.clear_tools()
+        agent.put(json.loads(cli("joke", "descriptors", "--queue-names", "pulsar").stdout))
+        agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke (Pulsar queue names)")
+        assert agent.config()["tool-service"]["joke-service"]["request-queue"] == "non-persistent://tg/request/joke"
+        answer = agent.ask(QUESTION)
+        assert words(answer.text) == words(JOKE), answer
         agent.llm.arguments = {"topic": ""}
         answer = agent.ask(QUESTION, pattern="react")
         assert [words(o) for o in answer.observations] == [f"Error: {NO_TOPIC}"], answer
