@@ -35,6 +35,7 @@ mod flow;
 mod moves;
 mod operations;
 mod oversized;
+mod partition;
 mod python_peer;
 mod replicas;
 mod secure_broker;

@@ -30,7 +30,7 @@ fn unload(topic: &str) {
 
 /// A durable subscription of the response topic: nothing published while
 /// it is being moved is lost to the test.
-async fn responses(
+pub(super) async fn responses(
     pulsar: &pulsar::Pulsar<TokioExecutor>,
 ) -> pulsar::Consumer<Vec<u8>, TokioExecutor> {
     pulsar
@@ -53,7 +53,7 @@ async fn responses(
 /// Publishes requests `from..to`, each with its id, the handler waiting
 /// `delay_ms`; one whose send fails (the producer's topic moving too) is
 /// sent again, so it may be on the topic twice: the ids sent again.
-async fn publish(
+pub(super) async fn publish(
     pulsar: &pulsar::Pulsar<TokioExecutor>,
     from: usize,
     to: usize,
@@ -97,7 +97,7 @@ async fn publish(
 
 /// Reads answers until every id of `0..count` has one, or 60 s pass; the
 /// answers per id.
-async fn answers(
+pub(super) async fn answers(
     consumer: &mut pulsar::Consumer<Vec<u8>, TokioExecutor>,
     count: usize,
 ) -> BTreeMap<String, usize> {

@@ -261,7 +261,8 @@ impl Replica {
 
     /// [`Self::spawn_at`] with extra environment variables.
     pub fn spawn_with_env(url: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(example(name))
+        let mut command = Command::new(example(name));
+        command
             // The test's own RUST_LOG would take the place of --log-level.
             .env_remove("RUST_LOG")
             .envs(env.iter().copied())
@@ -270,7 +271,14 @@ impl Replica {
             // Any free port, so replicas can run side by side; a test's own
             // `--metrics-port` comes later and wins.
             .args(["--metrics-port", "0"])
-            .args(args)
+            .args(args);
+        Self::spawn_command(command)
+    }
+
+    /// Starts a prepared command (an example's `serve` run some other way,
+    /// e.g. in a network namespace), without waiting.
+    pub fn spawn_command(mut command: Command) -> Self {
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
