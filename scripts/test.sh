@@ -70,6 +70,12 @@ if ! command -v openssl >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq openssl
 fi
 
+# The partition test cuts a veth link between network namespaces (iproute2).
+if ! command -v ip >/dev/null; then
+  [ "$(id -u)" -eq 0 ] || { echo "iproute2 is missing; install it (apt-get install iproute2)" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq iproute2
+fi
+
 phase "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
