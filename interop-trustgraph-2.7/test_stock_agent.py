@@ -32,16 +32,13 @@ def test_this_is_2_7_15():
 
 @pytest.fixture(scope="module", params=["react", "orchestrator"])
 def stack(request):
-    stack = TrustGraphStack(patched=False, agent=request.param).start()
-    yield stack
-    stack.stop()
+    with TrustGraphStack(patched=False, agent=request.param) as stack:
+        yield stack
 
 
 @pytest.fixture
 def agent(stack):
-    stack.clear_tools()
-    stack.llm.reset()
-    return stack
+    return stack.fresh()
 
 
 @pytest.mark.parametrize("queue_names", ["trustgraph", "pulsar"])

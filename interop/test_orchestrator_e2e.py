@@ -44,16 +44,13 @@ def words(text):
 
 @pytest.fixture(scope="module")
 def stack():
-    stack = TrustGraphStack(patched=False, mcp_tool=True, agent="orchestrator").start()
-    yield stack
-    stack.stop()
+    with TrustGraphStack(patched=False, mcp_tool=True, agent="orchestrator") as stack:
+        yield stack
 
 
 @pytest.fixture
 def agent(stack):
-    stack.clear_tools()
-    stack.llm.reset()
-    return stack
+    return stack.fresh()
 
 
 def cli(example, *args, timeout=30):

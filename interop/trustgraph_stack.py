@@ -534,6 +534,19 @@ class TrustGraphStack:
                                     workspace)
         assert reply.error is None, reply.error
 
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def fresh(self):
+        """No tool, tool-service or mcp item in `default`, the agent holding
+        none, and the LLM on its default script: what each test starts from."""
+        self.clear_tools()
+        self.llm.reset()
+        return self
+
     def clear_tools(self, workspace="default", timeout=15):
         """Deletes every tool, tool-service and mcp item; waits until the agent has none."""
         tree = self.config(workspace)
