@@ -599,7 +599,20 @@ fn with_own_args(
             }
         }
         command = command.mut_subcommand(name, |sub| {
-            augment(sub.next_help_heading(heading.clone())).next_help_heading(None::<&str>)
+            // clap's derive gives a documented flags struct's doc comment
+            // to the command it augments: keep the subcommand's own.
+            let about = sub.get_about().cloned();
+            let long_about = sub.get_long_about().cloned();
+            let sub =
+                augment(sub.next_help_heading(heading.clone())).next_help_heading(None::<&str>);
+            let sub = match about {
+                Some(about) => sub.about(about),
+                None => sub.about(None::<&str>),
+            };
+            match long_about {
+                Some(long_about) => sub.long_about(long_about),
+                None => sub.long_about(None::<&str>),
+            }
         });
     }
     Ok(command)
@@ -828,6 +841,34 @@ mod tests {
             err.contains("--grace-period (field `grace_period`)") && err.contains("rename it"),
             "{err}"
         );
+    }
+
+    /// The pool's settings (a doc comment clap's derive would make the
+    /// about text of the command it is added to).
+    #[derive(clap::Args)]
+    #[cfg(all(feature = "pulsar", feature = "mcp"))]
+    struct Documented {
+        /// How many connections.
+        #[arg(long, default_value_t = 4)]
+        pool_size: u32,
+    }
+
+    #[test]
+    #[cfg(all(feature = "pulsar", feature = "mcp"))]
+    fn a_documented_flags_struct_keeps_each_commands_own_help() {
+        for command in RUNS_HANDLERS {
+            let (_, plain, _) = run(App::new(), &["bin", command, "--help"]);
+            let (_, documented, _) =
+                run(App::new().args::<Documented>(), &["bin", command, "--help"]);
+            assert!(!documented.contains("The pool's settings"), "{documented}");
+            assert!(documented.contains("--pool-size"), "{documented}");
+            let about = |help: &str| help.split("Usage:").next().unwrap_or_default().to_owned();
+            assert!(
+                !about(&plain).trim().is_empty(),
+                "`{command} --help`: {plain}"
+            );
+            assert_eq!(about(&documented), about(&plain), "`{command} --help`");
+        }
     }
 
     #[test]
