@@ -1,4 +1,6 @@
-"""TrustGraph's own config service and ReAct agent, in this Python process.
+"""TrustGraph's own config service and agent, in this Python process, on
+TrustGraph 2.11.1 or 2.7.15 (whichever is installed; tg_messaging.py covers
+the two releases' messaging).
 
 What runs (one asyncio loop in a background thread; `TrustGraphStack.stop()`
 ends it, every wait is bounded):
