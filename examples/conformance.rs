@@ -42,6 +42,7 @@ async fn with_progress(#[stream] out: &Chunks) -> Result<&'static str, StreamClo
 /// A postal address.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "address", extend("$anchor" = "addressDef"))]
 pub struct Address {
     /// The street.
     pub street: Option<String>,
@@ -49,27 +50,56 @@ pub struct Address {
     pub city: Option<String>,
 }
 
-/// The arguments of `json_schema_2020_12_tool`.
+/// How to reach a person.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "lowercase")]
+pub enum ContactMethod {
+    /// By phone.
+    Phone,
+    /// By email.
+    Email,
+}
+
+/// The arguments of `json_schema_2020_12_tool`: composition and
+/// conditional keywords (a phone or an email, the one the contact method
+/// names), which the default schema flavour serves as written.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend(
+    "allOf" = [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if" = {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then" = {"required": ["phone"]},
+    "else" = {"required": ["email"]},
+))]
 pub struct Person {
     /// The person's name.
     pub name: Option<String>,
     /// Where the person lives.
     pub address: Option<Address>,
+    /// How to reach the person.
+    pub contact_method: Option<ContactMethod>,
+    /// A phone number.
+    pub phone: Option<String>,
+    /// An email address.
+    pub email: Option<String>,
 }
 
 /// Take arguments described with JSON Schema 2020-12 features.
 #[tool_service(topic = "conformance-schema", tool(name = "json_schema_2020_12_tool"))]
 async fn json_schema(#[args] person: Person) -> String {
+    let contact = match person.contact_method {
+        Some(ContactMethod::Phone) => person.phone,
+        _ => person.email.or(person.phone),
+    };
     format!(
-        "Hello, {} from {}.",
+        "Hello, {} from {} ({}).",
         person.name.as_deref().unwrap_or("nobody"),
         person
             .address
             .and_then(|address| address.city)
             .as_deref()
-            .unwrap_or("nowhere")
+            .unwrap_or("nowhere"),
+        contact.as_deref().unwrap_or("no contact")
     )
 }
 

@@ -23,10 +23,11 @@ const LAYERS: &[&[&str]] = &[
     &["otel"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
-    // What argument schemas promise.
+    // One view of a type's schema, and what it promises.
+    &["schema"],
     &["rules"],
     // What generated code registers, and typed decoding.
-    &["decode", "schema", "spec"],
+    &["decode", "spec"],
     // Each request's span and the trace context it carries.
     &["descriptor", "dispatch", "trace"],
     &["registry"],

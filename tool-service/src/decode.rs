@@ -591,7 +591,7 @@ mod what_llms_send {
             .unwrap_err();
         assert_eq!(
             error.message(),
-            "invalid arguments: `account` must be an integer; got the text \"7\""
+            "invalid arguments: `account` must be an integer of at least 0; got the text \"7\""
         );
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::schema::{self, object_fields, type_word};
+use crate::schema::{prose, Model};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -353,11 +353,12 @@ pub(crate) fn describe(
     let mut errors = Vec::new();
 
     let config_schema = (spec.config_schema)();
-    let config_params = match object_fields(config_schema.as_value()) {
+    let config_model = Model::of(config_schema.as_value());
+    let config_params = match config_model.root_fields() {
         Some(fields) => fields
-            .into_iter()
+            .iter()
             .map(|field| ConfigParam {
-                name: field.name,
+                name: field.name.clone(),
                 required: field.required,
             })
             .collect(),
@@ -381,17 +382,17 @@ pub(crate) fn describe(
     let arguments_schema = (spec.arguments_schema)();
     // Each argument, and what its schema says beyond its type word (added to
     // its description once the description itself is checked).
-    let mut prose = BTreeMap::new();
-    let arguments = match object_fields(arguments_schema.as_value()) {
+    let mut told = BTreeMap::new();
+    let model = Model::of(arguments_schema.as_value());
+    let arguments = match model.root_fields() {
         Some(fields) => fields
-            .into_iter()
+            .iter()
             .map(|field| {
-                let root = arguments_schema.as_value();
-                prose.insert(field.name.clone(), schema::prose(&field, root));
+                told.insert(field.name.clone(), prose::prose(&model, field));
                 Argument {
-                    kind: type_word(&field.schema, root).to_owned(),
-                    description: field.description.unwrap_or_default(),
-                    name: field.name,
+                    kind: model.type_word(field.node).to_owned(),
+                    description: field.description.clone().unwrap_or_default(),
+                    name: field.name.clone(),
                 }
             })
             .collect(),
@@ -469,8 +470,8 @@ pub(crate) fn describe(
                     argument: argument.name.clone(),
                 });
             }
-            if let Some(prose) = prose.get(&argument.name) {
-                argument.description = schema::join(&argument.description, prose);
+            if let Some(extra) = told.get(&argument.name) {
+                argument.description = prose::join(&argument.description, extra);
             }
         }
         tools.push(ToolDescriptor {
@@ -604,9 +605,13 @@ mod tests {
     #[test]
     fn config_params_follow_serde() {
         let schema = schemars::schema_for!(Config);
-        let fields = object_fields(schema.as_value()).unwrap();
-        let params: Vec<(String, bool)> =
-            fields.into_iter().map(|f| (f.name, f.required)).collect();
+        let model = Model::of(schema.as_value());
+        let params: Vec<(String, bool)> = model
+            .root_fields()
+            .unwrap()
+            .iter()
+            .map(|f| (f.name.clone(), f.required))
+            .collect();
         assert_eq!(
             params,
             [
@@ -621,15 +626,16 @@ mod tests {
     #[test]
     fn type_words_cover_common_shapes() {
         let schema = schemars::schema_for!(Args);
-        let root = schema.as_value();
-        let words: Vec<(String, String, String)> = object_fields(root)
+        let model = Model::of(schema.as_value());
+        let words: Vec<(String, String, String)> = model
+            .root_fields()
             .unwrap()
-            .into_iter()
+            .iter()
             .map(|f| {
                 (
-                    f.name,
-                    type_word(&f.schema, root).to_owned(),
-                    f.description.unwrap(),
+                    f.name.clone(),
+                    model.type_word(f.node).to_owned(),
+                    f.description.clone().unwrap(),
                 )
             })
             .collect();
@@ -656,9 +662,9 @@ mod tests {
     #[test]
     fn non_objects_are_not_fields() {
         let schema = schemars::schema_for!(String);
-        assert!(object_fields(schema.as_value()).is_none());
+        assert!(Model::of(schema.as_value()).root_fields().is_none());
         let schema = schemars::schema_for!(Style);
-        assert!(object_fields(schema.as_value()).is_none());
+        assert!(Model::of(schema.as_value()).root_fields().is_none());
     }
 
     #[test]

@@ -85,12 +85,13 @@ mod response;
 mod stream;
 pub mod wire;
 
-// What argument schemas promise, as rules decoding applies.
+// One view of a type's schema (descriptions, MCP flavours, provider
+// checks), then the rules decoding applies from it.
 mod rules;
+mod schema;
 
 // What generated code registers, and typed decoding of requests.
 mod decode;
-mod schema;
 mod spec;
 
 // Descriptors, the request path, and the checked set of services.

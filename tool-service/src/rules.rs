@@ -1,101 +1,24 @@
-//! What an argument type's JSON schema promises, compiled once per service
-//! into rules that decoding applies: the coercions that turn what an LLM
-//! writes into what the type takes, the bounds the descriptions state, and
-//! error messages written for the model.
+//! What an argument type's schema promises, applied to what an LLM sends:
+//! the coercions that turn what an LLM writes into what the type takes,
+//! the bounds the descriptions state, and error messages written for the
+//! model.
 //!
-//! The rules come from the very schema the descriptors are made of, so what
-//! the LLM is told and what is checked cannot disagree.
-
-use std::collections::HashMap;
-use std::fmt::Write as _;
+//! The rules read the [schema model](crate::schema) the descriptors are
+//! made of, and word every bound with the descriptions' own
+//! [phrases](crate::schema::phrase), so what the LLM is told and what is
+//! checked cannot disagree.
 
 use serde_json::{Map, Number, Value};
 
-/// Compiled rules of one schema.
+use crate::schema::{phrase, Additional, Bounds, Field, Kind, Model, ROOT};
+
+/// The rules of one schema, compiled once per service.
 #[derive(Debug)]
 pub(crate) struct Rules {
-    nodes: Vec<Node>,
-    /// Whether any node states a bound, so that a value that decoded must
-    /// still be checked.
+    model: Model,
+    /// Whether any node states a bound the type does not enforce itself,
+    /// so that a value that decoded must still be checked.
     checks: bool,
-}
-
-/// The root node's index.
-const ROOT: usize = 0;
-
-/// The schema keyword that turns coercion off for one argument (and what
-/// it holds): `#[schemars(extend("x-tool-service-strict" = true))]`.
-pub(crate) const STRICT: &str = "x-tool-service-strict";
-
-#[derive(Debug, Default)]
-struct Node {
-    kind: Kind,
-    /// Whether `null` is a value of this schema.
-    nullable: bool,
-    /// No coercion here or below ([`STRICT`]).
-    strict: bool,
-    bounds: Bounds,
-}
-
-#[derive(Debug, Default)]
-enum Kind {
-    /// No rule: anything the type takes.
-    #[default]
-    Any,
-    Boolean,
-    Integer,
-    Number,
-    String,
-    Array {
-        items: Option<usize>,
-    },
-    Object {
-        properties: Vec<Property>,
-    },
-    /// One of these strings (a unit-only enum).
-    Variants(Vec<String>),
-    /// An enum with these unit variants and others that carry data: a
-    /// string is coerced to a unit variant, nothing is checked.
-    Mixed(Vec<String>),
-}
-
-#[derive(Debug)]
-struct Property {
-    name: String,
-    node: usize,
-    required: bool,
-}
-
-#[derive(Debug, Default)]
-struct Bounds {
-    minimum: Option<f64>,
-    maximum: Option<f64>,
-    exclusive_minimum: Option<f64>,
-    exclusive_maximum: Option<f64>,
-    multiple_of: Option<f64>,
-    min_length: Option<u64>,
-    max_length: Option<u64>,
-    pattern: Option<(String, regex::Regex)>,
-    min_items: Option<u64>,
-    max_items: Option<u64>,
-    /// The range of a fixed-width integer type (which serde enforces too),
-    /// said only to a value outside it.
-    width: Option<(f64, f64)>,
-}
-
-impl Bounds {
-    fn is_empty(&self) -> bool {
-        self.minimum.is_none()
-            && self.maximum.is_none()
-            && self.exclusive_minimum.is_none()
-            && self.exclusive_maximum.is_none()
-            && self.multiple_of.is_none()
-            && self.min_length.is_none()
-            && self.max_length.is_none()
-            && self.pattern.is_none()
-            && self.min_items.is_none()
-            && self.max_items.is_none()
-    }
 }
 
 /// Why a value breaks the rules: where, what it must be, and what it is.
@@ -121,8 +44,7 @@ impl Violation {
         self
     }
 
-    /// The sentence for the model, quoting at most `keep` characters of a
-    /// text value (none: withheld).
+    /// The sentence for the model.
     pub(crate) fn message(&self) -> String {
         let name = if self.path.is_empty() {
             String::from("the arguments")
@@ -138,22 +60,14 @@ impl Violation {
 
 impl Rules {
     /// The rules of `schema` (a schemars root: `$defs` and `$ref`s). Parts
-    /// it does not understand get no rule, so they are neither coerced nor
-    /// checked beyond what the type itself does.
+    /// the model does not understand get no rule, so they are neither
+    /// coerced nor checked beyond what the type itself does.
     pub(crate) fn compile(schema: &Value) -> Self {
-        let mut compiler = Compiler {
-            root: schema,
-            nodes: vec![Node::default()],
-            refs: HashMap::new(),
-        };
-        compiler.fill(ROOT, schema, 0);
+        let model = Model::of(schema);
         // What the type enforces itself (its variants, its integer width)
         // needs no second look at a value that decoded.
-        let checks = compiler.nodes.iter().any(|node| !node.bounds.is_empty());
-        Self {
-            nodes: compiler.nodes,
-            checks,
-        }
+        let checks = model.nodes().iter().any(|node| node.bounds.beyond_width());
+        Self { model, checks }
     }
 
     /// Whether a value that decoded must still be [checked](Self::check).
@@ -187,7 +101,7 @@ impl Rules {
         if depth > MAX_DEPTH || value.is_null() {
             return false;
         }
-        let node = &self.nodes[index];
+        let node = self.model.node(index);
         if node.strict {
             return false;
         }
@@ -225,7 +139,7 @@ impl Rules {
                 }
                 changed
             }
-            Kind::Object { properties } => {
+            Kind::Object { fields, additional } => {
                 let mut changed = false;
                 if let Value::String(text) = value {
                     if let Some(parsed @ Value::Object(_)) = json_text(text, '{') {
@@ -233,28 +147,46 @@ impl Rules {
                         changed = true;
                     }
                 }
+                // A map written as `key`/`value` pairs (the portable schema
+                // flavour's form of a map).
+                if let Additional::Values(values) = additional {
+                    if let Some(map) = value.as_array().and_then(|pairs| pairs_map(pairs)) {
+                        *value = Value::Object(map);
+                        changed = true;
+                    }
+                    if let Value::Object(map) = value {
+                        for entry in map.values_mut() {
+                            changed |= self.coerce_at(*values, entry, depth + 1);
+                        }
+                    }
+                    return changed;
+                }
                 let Value::Object(object) = value else {
                     return changed;
                 };
-                for property in properties {
-                    let Some(field) = object.get_mut(&property.name) else {
+                for field in fields {
+                    let Some(given) = object.get_mut(&field.name) else {
                         continue;
                     };
-                    if field.is_null() {
+                    if given.is_null() {
                         // `null` for what may be left out is left out.
-                        if !property.required && !self.nodes[property.node].nullable {
-                            object.remove(&property.name);
+                        if !field.required && !self.model.node(field.node).nullable {
+                            object.remove(&field.name);
                             changed = true;
                         }
                         continue;
                     }
-                    changed |= self.coerce_at(property.node, field, depth + 1);
+                    changed |= self.coerce_at(field.node, given, depth + 1);
                 }
                 changed
             }
-            Kind::Variants(variants) | Kind::Mixed(variants) => match value {
-                Value::String(text) if !variants.iter().any(|variant| variant == text) => {
-                    match unique_variant(variants, text) {
+            Kind::Enum(_) | Kind::Union(_) => match value {
+                Value::String(text) => {
+                    let names = self.model.unit_names(index);
+                    if names.contains(&text.as_str()) {
+                        return false;
+                    }
+                    match unique_variant(&names, text) {
                         Some(variant) => {
                             *value = Value::String(variant.to_owned());
                             true
@@ -280,7 +212,7 @@ impl Rules {
         if depth > MAX_DEPTH {
             return None;
         }
-        let node = &self.nodes[index];
+        let node = self.model.node(index);
         if value.is_null() {
             return (kinds && !node.nullable && !matches!(node.kind, Kind::Any))
                 .then(|| self.violation(index, Some(value)));
@@ -288,28 +220,29 @@ impl Rules {
         let broken = || Some(self.violation(index, Some(value)));
         let bounds = &node.bounds;
         match (&node.kind, value) {
-            (Kind::Any | Kind::Mixed(_), _) => None,
+            (Kind::Any | Kind::Union(_), _) => None,
             (Kind::Boolean, Value::Bool(_)) => None,
             (Kind::Integer, Value::Number(number)) if is_integer(number) => {
-                if let Some((min, max)) = bounds.width.filter(|&(min, max)| {
-                    number
-                        .as_f64()
-                        .is_some_and(|value| value < min || value > max)
-                }) {
-                    return Some(Violation {
-                        path: String::new(),
-                        expected: format!("an integer from {} to {}", figure(min), figure(max)),
-                        got: Some(described(value)),
-                    });
+                if number_in(bounds, number) {
+                    return broken();
                 }
-                number_in(bounds, number).then(broken).flatten()
+                // Outside the type's width, within what the schema states.
+                let (min, max) = bounds.width?;
+                let wide = number.as_f64()?;
+                (wide < min || wide > max).then(|| Violation {
+                    path: String::new(),
+                    expected: format!("an integer {}", phrase::width((min, max))),
+                    got: Some(described(value)),
+                })
             }
             (Kind::Number, Value::Number(number)) => {
                 number_in(bounds, number).then(broken).flatten()
             }
             (Kind::String, Value::String(text)) => text_in(bounds, text).then(broken).flatten(),
-            (Kind::Variants(variants), Value::String(text)) => {
-                (!variants.contains(text)).then(broken).flatten()
+            (Kind::Enum(variants), _) => {
+                (!variants.iter().any(|variant| same(&variant.value, value)))
+                    .then(broken)
+                    .flatten()
             }
             (Kind::Array { items }, Value::Array(values)) => {
                 let count = values.len() as u64;
@@ -324,8 +257,8 @@ impl Rules {
                     Some(found.within(&format!("[{at}]")))
                 })
             }
-            (Kind::Object { properties }, Value::Object(object)) => {
-                self.check_object(properties, object, depth, kinds)
+            (Kind::Object { fields, .. }, Value::Object(object)) => {
+                self.check_object(fields, object, depth, kinds)
             }
             _ if kinds => broken(),
             _ => None,
@@ -334,18 +267,18 @@ impl Rules {
 
     fn check_object(
         &self,
-        properties: &[Property],
+        fields: &[Field],
         object: &Map<String, Value>,
         depth: usize,
         kinds: bool,
     ) -> Option<Violation> {
-        properties.iter().find_map(|property| {
-            let found = match object.get(&property.name) {
-                Some(field) => self.check_at(property.node, field, depth + 1, kinds),
-                None if kinds && property.required => Some(self.violation(property.node, None)),
+        fields.iter().find_map(|field| {
+            let found = match object.get(&field.name) {
+                Some(given) => self.check_at(field.node, given, depth + 1, kinds),
+                None if kinds && field.required => Some(self.violation(field.node, None)),
                 None => None,
             }?;
-            Some(found.within(&property.name))
+            Some(found.within(&field.name))
         })
     }
 
@@ -357,42 +290,50 @@ impl Rules {
         }
     }
 
-    /// What a node's values are, as a phrase.
+    /// What a node's values are, as a phrase: a noun and the bounds'
+    /// phrases, as the descriptions word them.
     fn expected(&self, index: usize) -> String {
-        let node = &self.nodes[index];
+        let node = self.model.node(index);
         let bounds = &node.bounds;
         match &node.kind {
-            Kind::Any | Kind::Mixed(_) => String::from("a value of another form"),
+            Kind::Any | Kind::Union(_) => String::from("a value of another form"),
             Kind::Boolean => String::from("true or false"),
-            Kind::Integer => format!("an integer{}", range(bounds)),
-            Kind::Number => format!("a number{}", range(bounds)),
+            Kind::Integer => numeric("an integer", bounds),
+            Kind::Number => numeric("a number", bounds),
             Kind::String => {
                 let mut phrase = String::from("a text");
-                phrase.push_str(&count_range(
-                    bounds.min_length,
-                    bounds.max_length,
-                    "character",
-                ));
-                if let Some((pattern, _)) = &bounds.pattern {
-                    let _ = write!(phrase, " matching the pattern `{pattern}`");
+                if let Some(length) = phrase::length(bounds) {
+                    phrase.push_str(" of ");
+                    phrase.push_str(&length);
+                }
+                if let Some(pattern) = phrase::pattern(bounds) {
+                    phrase.push(' ');
+                    phrase.push_str(&pattern);
                 }
                 phrase
             }
             Kind::Array { items } => {
                 let mut phrase = String::from("a list");
-                phrase.push_str(&count_range(bounds.min_items, bounds.max_items, "item"));
+                if let Some(count) = phrase::items(bounds) {
+                    phrase.push_str(" of ");
+                    phrase.push_str(&count);
+                }
                 if let Some(items) = items {
-                    if !matches!(self.nodes[*items].kind, Kind::Any) {
-                        let _ = write!(phrase, ", each {}", self.expected(*items));
+                    if !matches!(self.model.node(*items).kind, Kind::Any) {
+                        phrase.push_str(", each ");
+                        phrase.push_str(&self.expected(*items));
                     }
                 }
                 phrase
             }
             Kind::Object { .. } => String::from("an object"),
-            Kind::Variants(variants) => {
+            Kind::Enum(variants) => {
                 let listed: Vec<String> = variants
                     .iter()
-                    .map(|variant| format!("`{variant}`"))
+                    .map(|variant| match &variant.value {
+                        Value::String(text) => format!("`{text}`"),
+                        other => format!("`{other}`"),
+                    })
                     .collect();
                 match listed.as_slice() {
                     [one] => one.clone(),
@@ -403,237 +344,50 @@ impl Rules {
     }
 }
 
+/// `an integer from 1 to 50`, `a number of at least 0`, `an integer
+/// greater than 0, a multiple of 5`.
+fn numeric(noun: &str, bounds: &Bounds) -> String {
+    let mut phrase = noun.to_owned();
+    if let Some(range) = phrase::number_range(bounds) {
+        phrase.push_str(if range.starts_with("at ") {
+            " of "
+        } else {
+            " "
+        });
+        phrase.push_str(&range);
+    }
+    if let Some(multiple) = phrase::multiple(bounds) {
+        phrase.push_str(", ");
+        phrase.push_str(&multiple);
+    }
+    phrase
+}
+
+/// The map a list of `{"key": …, "value": …}` pairs writes; `None` unless
+/// every item is such a pair with a text key, each key once.
+fn pairs_map(pairs: &[Value]) -> Option<Map<String, Value>> {
+    let mut map = Map::new();
+    for pair in pairs {
+        let pair = pair.as_object().filter(|pair| pair.len() == 2)?;
+        let key = pair.get("key")?.as_str()?;
+        let value = pair.get("value")?;
+        if map.insert(key.to_owned(), value.clone()).is_some() {
+            return None;
+        }
+    }
+    Some(map)
+}
+
+/// Whether two JSON values are the same value (`1` and `1.0` are).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => a == b || a.as_f64() == b.as_f64(),
+        _ => a == b,
+    }
+}
+
 /// How deep rules reach into nested values (deeper ones get no rule).
 const MAX_DEPTH: usize = 32;
-
-struct Compiler<'a> {
-    root: &'a Value,
-    nodes: Vec<Node>,
-    /// Nodes of `$ref`s already compiled (or being compiled).
-    refs: HashMap<&'a str, usize>,
-}
-
-impl<'a> Compiler<'a> {
-    fn add(&mut self, schema: &'a Value, depth: usize) -> usize {
-        if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-            if schema.as_object().is_some_and(|object| {
-                object
-                    .keys()
-                    .all(|key| matches!(key.as_str(), "$ref" | "description" | "title" | "default"))
-            }) {
-                if let Some(&index) = self.refs.get(reference) {
-                    return index;
-                }
-                let index = self.nodes.len();
-                self.nodes.push(Node::default());
-                self.refs.insert(reference, index);
-                if let Some(target) = self.resolve(reference) {
-                    self.fill(index, target, depth + 1);
-                }
-                return index;
-            }
-        }
-        let index = self.nodes.len();
-        self.nodes.push(Node::default());
-        self.fill(index, schema, depth + 1);
-        index
-    }
-
-    fn resolve(&self, reference: &str) -> Option<&'a Value> {
-        let pointer = reference.strip_prefix('#')?;
-        self.root.pointer(pointer)
-    }
-
-    fn fill(&mut self, index: usize, schema: &'a Value, depth: usize) {
-        if depth > MAX_DEPTH {
-            return;
-        }
-        let Some(object) = schema.as_object() else {
-            return;
-        };
-        if object.get(STRICT) == Some(&Value::Bool(true)) {
-            self.nodes[index].strict = true;
-        }
-        // A `$ref` beside other keywords: the target's rules.
-        if let Some(target) = object
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|reference| self.resolve(reference))
-        {
-            self.fill(index, target, depth + 1);
-            return;
-        }
-        // `Option<T>`: `anyOf: [T, {"type": "null"}]` (or `oneOf`).
-        for key in ["anyOf", "oneOf"] {
-            let Some(Value::Array(alternatives)) = object.get(key) else {
-                continue;
-            };
-            let (nulls, others): (Vec<&Value>, Vec<&Value>) = alternatives
-                .iter()
-                .partition(|alternative| alternative.get("type") == Some(&Value::from("null")));
-            if let Some(variants) = variant_list(&others) {
-                self.nodes[index].kind = Kind::Variants(variants);
-                self.nodes[index].nullable = !nulls.is_empty();
-                return;
-            }
-            if let ([one], false) = (others.as_slice(), nulls.is_empty()) {
-                self.fill(index, one, depth + 1);
-                self.nodes[index].nullable = true;
-                return;
-            }
-            let units: Vec<String> = others
-                .iter()
-                .filter_map(|alternative| alternative.get("const")?.as_str().map(str::to_owned))
-                .collect();
-            if !units.is_empty() {
-                self.nodes[index].kind = Kind::Mixed(units);
-                self.nodes[index].nullable = !nulls.is_empty();
-            }
-            return;
-        }
-        let (kind_name, nullable) = match object.get("type") {
-            Some(Value::String(kind)) => (Some(kind.as_str()), false),
-            Some(Value::Array(kinds)) => {
-                let named: Vec<&str> = kinds
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|kind| *kind != "null")
-                    .collect();
-                let nullable = named.len() < kinds.len();
-                match named.as_slice() {
-                    [one] => (Some(*one), nullable),
-                    _ => (None, nullable),
-                }
-            }
-            _ => (None, false),
-        };
-        self.nodes[index].nullable = nullable;
-        if let Some(Value::Array(values)) = object.get("enum") {
-            let strings: Option<Vec<String>> = values
-                .iter()
-                .filter(|value| !value.is_null())
-                .map(|value| value.as_str().map(str::to_owned))
-                .collect();
-            if let Some(strings) = strings.filter(|strings| !strings.is_empty()) {
-                self.nodes[index].kind = Kind::Variants(strings);
-                self.nodes[index].nullable |= values.iter().any(Value::is_null);
-                return;
-            }
-        }
-        if let Some(Value::String(constant)) = object.get("const") {
-            self.nodes[index].kind = Kind::Variants(vec![constant.clone()]);
-            return;
-        }
-        let bounds = bounds(object, kind_name);
-        let kind = match kind_name {
-            Some("boolean") => Kind::Boolean,
-            Some("integer") => Kind::Integer,
-            Some("number") => Kind::Number,
-            Some("string") => Kind::String,
-            Some("array") => Kind::Array {
-                items: object
-                    .get("items")
-                    .filter(|items| items.is_object())
-                    .map(|items| self.add(items, depth)),
-            },
-            Some("object") => {
-                let required: Vec<&str> = object
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|names| names.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let properties = object
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|properties| {
-                        properties
-                            .iter()
-                            .map(|(name, schema)| Property {
-                                name: name.clone(),
-                                node: self.add(schema, depth),
-                                required: required.contains(&name.as_str()),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Kind::Object { properties }
-            }
-            _ => Kind::Any,
-        };
-        let node = &mut self.nodes[index];
-        node.kind = kind;
-        node.bounds = bounds;
-    }
-}
-
-/// The strings of alternatives that are each one string constant (a
-/// unit-only enum with documented variants).
-fn variant_list(alternatives: &[&Value]) -> Option<Vec<String>> {
-    if alternatives.is_empty() {
-        return None;
-    }
-    let mut variants = Vec::new();
-    for alternative in alternatives {
-        match (alternative.get("const"), alternative.get("enum")) {
-            (Some(Value::String(constant)), _) => variants.push(constant.clone()),
-            (None, Some(Value::Array(values))) => {
-                for value in values {
-                    variants.push(value.as_str()?.to_owned());
-                }
-            }
-            _ => return None,
-        }
-    }
-    Some(variants)
-}
-
-fn bounds(object: &Map<String, Value>, kind: Option<&str>) -> Bounds {
-    let float = |key: &str| object.get(key).and_then(Value::as_f64);
-    let count = |key: &str| object.get(key).and_then(Value::as_u64);
-    let mut bounds = Bounds {
-        minimum: float("minimum"),
-        maximum: float("maximum"),
-        exclusive_minimum: float("exclusiveMinimum"),
-        exclusive_maximum: float("exclusiveMaximum"),
-        multiple_of: float("multipleOf").filter(|step| *step > 0.0),
-        min_length: count("minLength"),
-        max_length: count("maxLength"),
-        pattern: object
-            .get("pattern")
-            .and_then(Value::as_str)
-            .and_then(|pattern| Some((pattern.to_owned(), regex::Regex::new(pattern).ok()?))),
-        min_items: count("minItems"),
-        max_items: count("maxItems"),
-        width: None,
-    };
-    if kind == Some("integer") {
-        bounds.width = object
-            .get("format")
-            .and_then(Value::as_str)
-            .and_then(format_range);
-        // schemars states an unsigned type's `minimum: 0`: the width says it.
-        if let Some((min, max)) = bounds.width {
-            bounds.minimum = bounds.minimum.filter(|&given| given > min);
-            bounds.maximum = bounds.maximum.filter(|&given| given < max);
-        }
-    }
-    bounds
-}
-
-/// The range of schemars' integer formats.
-fn format_range(format: &str) -> Option<(f64, f64)> {
-    Some(match format {
-        "uint8" => (0.0, f64::from(u8::MAX)),
-        "uint16" => (0.0, f64::from(u16::MAX)),
-        "uint32" => (0.0, f64::from(u32::MAX)),
-        "int8" => (f64::from(i8::MIN), f64::from(i8::MAX)),
-        "int16" => (f64::from(i16::MIN), f64::from(i16::MAX)),
-        "int32" => (f64::from(i32::MIN), f64::from(i32::MAX)),
-        "uint64" | "uint" => (0.0, u64::MAX as f64),
-        "int64" | "int" => (i64::MIN as f64, i64::MAX as f64),
-        _ => return None,
-    })
-}
 
 /// Whether `number` is outside `bounds` (the check is on `f64`, which holds
 /// every bound the schema can state).
@@ -747,13 +501,13 @@ fn json_text(text: &str, opening: char) -> Option<Value> {
 
 /// The one variant `text` names when case and `-`, `_` and spaces are
 /// ignored; `None` when none or several do.
-fn unique_variant<'v>(variants: &'v [String], text: &str) -> Option<&'v str> {
+fn unique_variant<'v>(variants: &[&'v str], text: &str) -> Option<&'v str> {
     let wanted = normalized(text);
     let mut matching = variants
         .iter()
         .filter(|variant| normalized(variant) == wanted);
     let first = matching.next()?;
-    matching.next().is_none().then_some(first.as_str())
+    matching.next().is_none().then_some(*first)
 }
 
 fn normalized(text: &str) -> String {
@@ -761,73 +515,6 @@ fn normalized(text: &str) -> String {
         .filter(|c| !matches!(c, '-' | '_' | ' '))
         .flat_map(char::to_lowercase)
         .collect()
-}
-
-/// ` from 1 to 50`, ` of at least 0`, ` greater than 0`, …; empty
-/// without bounds.
-fn range(bounds: &Bounds) -> String {
-    let low = bounds
-        .minimum
-        .map(|min| (min, false))
-        .or(bounds.exclusive_minimum.map(|min| (min, true)));
-    let high = bounds
-        .maximum
-        .map(|max| (max, false))
-        .or(bounds.exclusive_maximum.map(|max| (max, true)));
-    let mut phrase = match (low, high) {
-        (Some((min, false)), Some((max, false))) => {
-            format!(" from {} to {}", figure(min), figure(max))
-        }
-        (low, high) => {
-            let mut parts = Vec::new();
-            match low {
-                Some((min, false)) => parts.push(format!("at least {}", figure(min))),
-                Some((min, true)) => parts.push(format!("greater than {}", figure(min))),
-                None => {}
-            }
-            match high {
-                Some((max, false)) => parts.push(format!("at most {}", figure(max))),
-                Some((max, true)) => parts.push(format!("less than {}", figure(max))),
-                None => {}
-            }
-            match parts.first() {
-                None => String::new(),
-                Some(first) if first.starts_with("at ") => format!(" of {}", parts.join(" and ")),
-                Some(_) => format!(" {}", parts.join(" and ")),
-            }
-        }
-    };
-    if let Some(step) = bounds.multiple_of {
-        let _ = write!(phrase, ", a multiple of {}", figure(step));
-    }
-    phrase
-}
-
-/// ` of 1 to 5 items`, ` of at most 80 characters`, …; empty without bounds.
-fn count_range(min: Option<u64>, max: Option<u64>, unit: &str) -> String {
-    let units = |n: u64| {
-        if n == 1 {
-            unit.to_owned()
-        } else {
-            format!("{unit}s")
-        }
-    };
-    match (min, max) {
-        (Some(min), Some(max)) if min == max => format!(" of exactly {min} {}", units(max)),
-        (Some(min), Some(max)) => format!(" of {min} to {max} {}", units(max)),
-        (Some(min), None) => format!(" of at least {min} {}", units(min)),
-        (None, Some(max)) => format!(" of at most {max} {}", units(max)),
-        (None, None) => String::new(),
-    }
-}
-
-/// A bound as people write it: `50`, not `50.0`.
-fn figure(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{}", value as i64)
-    } else {
-        format!("{value}")
-    }
 }
 
 /// Characters of a text value an error message quotes.
@@ -855,6 +542,7 @@ fn described(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::STRICT;
     use serde_json::json;
 
     /// Arguments like an LLM-facing search tool's.
@@ -1003,7 +691,7 @@ mod tests {
         );
         assert_eq!(
             width.check(&json!(-1)).map(|v| v.message()).as_deref(),
-            Some("the arguments must be an integer from 0 to 255; got -1")
+            Some("the arguments must be an integer of at least 0; got -1")
         );
         assert_eq!(width.check(&json!(255)), None);
         assert!(rules.checks());
@@ -1054,6 +742,31 @@ mod tests {
         assert!(
             message.ends_with(&format!("got the text \"{}…\"", "x".repeat(40))),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn a_map_may_come_as_key_value_pairs() {
+        let rules = Rules::compile(&json!({"type": "object", "properties": {
+            "weights": {"type": "object", "additionalProperties": {"type": "integer", "maximum": 9}},
+        }}));
+        assert_eq!(
+            coerced(
+                &rules,
+                json!({"weights": [{"key": "a", "value": "1"}, {"key": "b", "value": 2}]})
+            ),
+            json!({"weights": {"a": 1, "b": 2}})
+        );
+        // Not pairs, or a key twice: left as given.
+        for given in [
+            json!({"weights": [{"key": "a"}]}),
+            json!({"weights": [{"key": "a", "value": 1}, {"key": "a", "value": 2}]}),
+        ] {
+            assert_eq!(coerced(&rules, given.clone()), given);
+        }
+        assert_eq!(
+            coerced(&rules, json!({"weights": {"a": "3"}})),
+            json!({"weights": {"a": 3}})
         );
     }
 

@@ -516,6 +516,7 @@ impl<A: 'static> App<A> {
                 descriptors(&registry, dir.as_deref(), names.queue_names, out, err)
             }
             Command::List => list(&registry, out),
+            Command::CheckSchemas(args) => super::schemas::check(&registry, &args, out),
             #[cfg(feature = "pulsar")]
             Command::Serve(args) => match super::serve::prepare(args, meta) {
                 Ok(run) => return Ok((registry, Box::new(Run::Serve(run)), settings)),

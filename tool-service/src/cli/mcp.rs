@@ -53,9 +53,20 @@ pub(crate) struct McpHttpArgs {
     /// answered 503. Keep it under the process's file limit (`ulimit -n`).
     #[arg(long, env = "TOOL_SERVICE_MCP_MAX_CONNECTIONS", default_value_t = crate::mcp::DEFAULT_MAX_CONNECTIONS as u32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     mcp_max_connections: u32,
+    /// The JSON Schema dialect of the tools' schemas: `spec` (JSON Schema
+    /// 2020-12 as MCP has it) or `portable` (what Gemini, OpenAI strict
+    /// mode and Anthropic all accept). `check-schemas` tells which
+    /// providers take which.
+    #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
+    pub(super) schema_flavor: String,
 }
 
 impl McpHttpArgs {
+    /// The schema flavour asked for.
+    pub(super) fn flavor(&self) -> crate::mcp::SchemaFlavor {
+        self.schema_flavor.parse().unwrap_or_default()
+    }
+
     /// The HTTP options, with the token read from its file.
     pub(super) fn options(&self) -> Result<HttpOptions, BoxError> {
         let token = self.mcp_token.token()?;
@@ -122,6 +133,7 @@ pub(super) fn prepare(
         None => McpOptions::default(),
     };
     options.host = args.host.options();
+    options.schema_flavor = args.http.flavor();
     crate::host::check_names(registry, &options.host)?;
     Ok(McpRun {
         metrics: args.metrics.address(args.listen.is_some()),
@@ -140,7 +152,12 @@ pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
         Some(address) => Some(bind(address).await?),
         None => None,
     };
-    let server = McpServer::on_host(host.clone(), run.options.name, run.options.version);
+    let server = McpServer::on_host(
+        host.clone(),
+        run.options.name,
+        run.options.version,
+        run.options.schema_flavor,
+    );
     let _ops = match run.metrics {
         Some(address) => Some(
             host.serve_ops(address)

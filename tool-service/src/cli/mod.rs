@@ -4,6 +4,7 @@
 //! joke                       print the descriptors (same as `joke descriptors`)
 //! joke descriptors --out DIR write tool-service/<id>.json and tool/<name>.json
 //! joke list                  services, topics and tools
+//! joke check-schemas [--schema-flavor spec|portable] [--provider gemini]… [--json]
 //! joke call tell-joke --args '{"topic": "cats"}' [--config '{…}'] [--user U]
 //! joke serve [-p pulsar://host:6650] [--concurrency N] [--only SERVICE_ID]… [--announce]
 //! joke announce [--workspace WS] [--only SERVICE_ID]… [--replace] [--dry-run]
@@ -30,6 +31,7 @@ mod app;
 mod host;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod schemas;
 #[cfg(feature = "pulsar")]
 mod serve;
 
@@ -60,6 +62,11 @@ pub(super) enum Command {
     },
     /// List the services, their topics and their tools.
     List,
+    /// Tell which LLM providers (Gemini, OpenAI strict mode, Anthropic)
+    /// accept each tool's input schema, as their own client code decides,
+    /// in the schema flavour an MCP server serves; exit 1 when one refuses
+    /// a tool.
+    CheckSchemas(schemas::CheckArgs),
     /// Serve every service (or those named with --only) on a Pulsar broker
     /// until SIGINT or SIGTERM.
     #[cfg(feature = "pulsar")]

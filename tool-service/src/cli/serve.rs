@@ -138,6 +138,7 @@ pub(super) struct ServeRun {
     mcp: Option<(
         std::net::SocketAddr,
         crate::mcp::HttpOptions,
+        crate::mcp::SchemaFlavor,
         Option<super::Meta>,
     )>,
 }
@@ -171,7 +172,12 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     options.metrics = args.metrics.address(true);
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
-        Some(address) => Some((address, args.mcp_http.options()?, meta)),
+        Some(address) => Some((
+            address,
+            args.mcp_http.options()?,
+            args.mcp_http.flavor(),
+            meta,
+        )),
         None => None,
     };
     #[cfg(not(feature = "mcp"))]
@@ -189,10 +195,10 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
 pub(super) async fn serve(registry: &Registry, run: ServeRun) -> CliResult {
     let options = &run.options;
     #[cfg(feature = "mcp")]
-    if let Some((address, http, meta)) = run.mcp {
+    if let Some((address, http, flavor, meta)) = run.mcp {
         // Bound first, so a taken port fails at once.
         let listener = super::mcp::bind(address).await?;
-        let mut mcp = crate::serve::McpListener::new(listener, http);
+        let mut mcp = crate::serve::McpListener::new(listener, http).schema_flavor(flavor);
         if let Some(meta) = meta {
             mcp = mcp.named(meta.name, meta.version);
         }

@@ -20,8 +20,9 @@
 //! What a client sees:
 //! - one MCP tool per TrustGraph `tool`, with its name and description; the
 //!   tool's preset config is applied here, as TrustGraph's agent would;
-//! - an input schema from the service's argument schema, made safe for
-//!   strict clients (see [`schema`](self#input-schemas));
+//! - an input schema from the service's argument schema, in the
+//!   [flavour](SchemaFlavor) the server was asked for (see
+//!   [input schemas](self#input-schemas));
 //! - a result that is text (a `String`, a unit enum) as text only, with no
 //!   `structuredContent`: TrustGraph's `mcp-tool` client prefers structured
 //!   content and would show the LLM its JSON;
@@ -37,17 +38,18 @@
 //!   client sent a `progressToken`, and the whole text as the result.
 //!
 //! # Input schemas
-//! Strict clients (Gemini, Cursor) reject `["T", "null"]` unions and a
-//! `$schema` key. Each `$ref` is inlined, `null` is taken out of unions,
-//! enums and defaults (an optional argument is simply not `required`), and
-//! `$schema`, the root `title` and non-standard formats (`uint8`, `double`:
-//! the bounds stay) are removed. Enum values, defaults, bounds and
-//! descriptions are kept. Without `$schema`, MCP reads a schema as JSON
-//! Schema 2020-12, the dialect schemars writes.
+//! Two flavours ([`McpOptions::schema_flavor`], `--schema-flavor`):
+//! [`SchemaFlavor::Spec`], the default, serves JSON Schema 2020-12 as the
+//! MCP specification has it (the type's schema as schemars writes it, with
+//! `$schema`, `$defs` and `null` unions); [`SchemaFlavor::Portable`] serves
+//! what Gemini, OpenAI's strict mode and Anthropic all accept (no
+//! references, `null` unions, `const` or `oneOf`; closed objects; what
+//! they refuse said in the descriptions). Either way each argument's
+//! description is its `tool` descriptor's. `check-schemas` tells which
+//! providers take a binary's tools in either flavour.
 
 mod connections;
 mod http;
-mod schema;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -68,6 +70,9 @@ use tokio::sync::Semaphore;
 pub use http::{
     serve_http, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
+
+use crate::schema::flavor;
+pub use crate::schema::{ParseSchemaFlavorError, SchemaFlavor};
 
 use crate::dispatch::{self, FrameSink, Limits};
 use crate::host::{Host, HostOptions, RateLimiter};
@@ -101,6 +106,10 @@ pub struct McpOptions {
     /// limit, grace period), as every transport reads them. The
     /// concurrency counts calls over every MCP session; more wait.
     pub host: HostOptions,
+    /// The JSON Schema dialect of the tools' input and output schemas:
+    /// the MCP specification's (the default) or what strict LLM providers
+    /// accept.
+    pub schema_flavor: SchemaFlavor,
 }
 
 impl Default for McpOptions {
@@ -116,6 +125,7 @@ impl McpOptions {
             name: name.into(),
             version: version.into(),
             host: HostOptions::default(),
+            schema_flavor: SchemaFlavor::default(),
         }
     }
 }
@@ -209,12 +219,22 @@ impl McpServer {
         options: McpOptions,
     ) -> Result<Self, crate::registry::SelectError> {
         let host = Host::new(registry, &options.host)?;
-        Ok(Self::on_host(host, options.name, options.version))
+        Ok(Self::on_host(
+            host,
+            options.name,
+            options.version,
+            options.schema_flavor,
+        ))
     }
 
     /// The server of the services `host` serves, with their policies, its
     /// drain and its metrics (shared with the host's other transports).
-    pub(crate) fn on_host(host: Host, name: String, version: String) -> Self {
+    pub(crate) fn on_host(
+        host: Host,
+        name: String,
+        version: String,
+        schema_flavor: SchemaFlavor,
+    ) -> Self {
         let registry = Arc::clone(host.registry());
         let mut tools = Vec::new();
         for hosted in host.hosted_services() {
@@ -226,15 +246,23 @@ impl McpServer {
                     continue;
                 };
                 let arguments = (service.spec().arguments_schema)().to_value();
-                let input = schema::input_schema(&arguments, &descriptor.arguments);
+                let described: Vec<(&str, &str)> = descriptor
+                    .arguments
+                    .iter()
+                    .map(|argument| (argument.name.as_str(), argument.description.as_str()))
+                    .collect();
+                let input = flavor::input_schema(schema_flavor, &arguments, &described);
                 let output = service.output_schema().map(schemars::Schema::to_value);
-                let text = output.as_ref().is_some_and(schema::is_text);
+                let text = output.as_ref().is_some_and(flavor::is_text);
                 let mut tool = Tool::new(
                     name.to_owned(),
                     descriptor.description.clone(),
                     Arc::new(input),
                 );
-                if let Some(output) = output.as_ref().and_then(schema::output_schema) {
+                if let Some(output) = output
+                    .as_ref()
+                    .and_then(|output| flavor::output_schema(schema_flavor, output))
+                {
                     tool = tool.with_raw_output_schema(Arc::new(output));
                 }
                 tools.push(McpTool {

@@ -168,6 +168,7 @@ pub struct McpListener {
     http: crate::mcp::HttpOptions,
     name: String,
     version: String,
+    schema_flavor: crate::mcp::SchemaFlavor,
 }
 
 #[cfg(feature = "mcp")]
@@ -181,7 +182,16 @@ impl McpListener {
             http,
             name: defaults.name,
             version: defaults.version,
+            schema_flavor: defaults.schema_flavor,
         }
+    }
+
+    /// The JSON Schema dialect of the tools' schemas (the MCP
+    /// specification's until set).
+    #[must_use]
+    pub fn schema_flavor(mut self, flavor: crate::mcp::SchemaFlavor) -> Self {
+        self.schema_flavor = flavor;
+        self
     }
 
     /// The server's name and version in `initialize`.
@@ -228,7 +238,8 @@ pub async fn serve_with_mcp(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
     let host = Host::new(Arc::new(registry.clone()), &options.host)?;
-    let server = crate::mcp::McpServer::on_host(host.clone(), mcp.name, mcp.version);
+    let server =
+        crate::mcp::McpServer::on_host(host.clone(), mcp.name, mcp.version, mcp.schema_flavor);
     let (stop, stopped) = watch::channel(false);
     let stopped_when = |mut stopped: watch::Receiver<bool>| async move {
         stop_requested(&mut stopped).await;

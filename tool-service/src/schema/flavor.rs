@@ -1,0 +1,632 @@
+//! The JSON schemas an MCP client sees, in two flavours: the MCP
+//! specification's dialect, and the subset that strict LLM providers take.
+//!
+//! - [`SchemaFlavor::Spec`] (the default) serves the type's schema as
+//!   schemars writes it, JSON Schema 2020-12 as MCP has it: `$schema`,
+//!   `$defs` and `$ref`, `["T", "null"]` for an `Option`, documented enum
+//!   values as `oneOf` of `const`s, bounds and formats as written. Each
+//!   argument's description is the one its `tool` descriptor gives it.
+//! - [`SchemaFlavor::Portable`] serves what Gemini (google-genai), OpenAI's
+//!   strict mode (the OpenAI Agents SDK) and Anthropic's tool schemas all
+//!   take, written from the [schema model](super): no `$ref`, `$defs`,
+//!   `$schema`, `const`, `oneOf`, `allOf` or `null`; an optional argument is
+//!   simply not `required`; documented enum values as a plain `enum` with
+//!   the docs in the description; every object closed
+//!   (`additionalProperties: false`); what a provider refuses (exclusive
+//!   bounds, `multipleOf`, formats outside JSON Schema's common ones,
+//!   extension keywords, defaults) said in the description instead. Three
+//!   forms are degraded, and documented: a map is a list of `key`/`value`
+//!   pairs (which decoding turns back into the map), a
+//!   `serde_json::Value` is a text, number or boolean, and a recursive type
+//!   stops at [`MAX_NESTING`] levels.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{json, Map, Value};
+
+use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
+
+/// Which JSON Schema dialect an MCP server writes its tools' input and
+/// output schemas in.
+///
+/// ```
+/// use tool_service::mcp::SchemaFlavor;
+///
+/// let flavor: SchemaFlavor = "portable".parse()?;
+/// assert_eq!(flavor, SchemaFlavor::Portable);
+/// assert_eq!(SchemaFlavor::default().to_string(), "spec");
+/// # Ok::<(), tool_service::mcp::ParseSchemaFlavorError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SchemaFlavor {
+    /// JSON Schema 2020-12 as the MCP specification has it: the type's
+    /// schema as schemars writes it (`$schema`, `$defs`, `$ref`, `null`
+    /// unions, `oneOf` of `const`s), with the descriptors' descriptions.
+    #[default]
+    Spec,
+    /// The subset Gemini, OpenAI's strict mode and Anthropic all accept: no
+    /// references, unions with `null`, `const` or `oneOf`; closed objects;
+    /// what they refuse said in the descriptions instead.
+    Portable,
+}
+
+impl SchemaFlavor {
+    /// Every flavour, in the order `--help` lists them.
+    pub const ALL: [SchemaFlavor; 2] = [SchemaFlavor::Spec, SchemaFlavor::Portable];
+
+    /// The flavour's name on the command line: `spec` or `portable`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaFlavor::Spec => "spec",
+            SchemaFlavor::Portable => "portable",
+        }
+    }
+}
+
+impl fmt::Display for SchemaFlavor {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// A schema flavour name that is neither `spec` nor `portable`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown schema flavour `{0}`: use `spec` (JSON Schema 2020-12, as MCP has it) or `portable` (what Gemini, OpenAI strict mode and Anthropic accept)")]
+pub struct ParseSchemaFlavorError(String);
+
+impl FromStr for SchemaFlavor {
+    type Err = ParseSchemaFlavorError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        SchemaFlavor::ALL
+            .into_iter()
+            .find(|flavor| flavor.name().eq_ignore_ascii_case(text.trim()))
+            .ok_or_else(|| ParseSchemaFlavorError(text.to_owned()))
+    }
+}
+
+/// How many levels of a recursive type the portable flavour writes out;
+/// below that, a value of the type is any object.
+pub(crate) const MAX_NESTING: usize = 8;
+
+/// A tool's input schema in `flavor`, from its service's argument schema
+/// and each argument's description as its `tool` descriptor gives it.
+pub(crate) fn input_schema(
+    flavor: SchemaFlavor,
+    arguments: &Value,
+    described: &[(&str, &str)],
+) -> Map<String, Value> {
+    let mut root = match flavor {
+        SchemaFlavor::Spec => spec(arguments),
+        SchemaFlavor::Portable => {
+            let model = Model::of(arguments);
+            match Writer::new(&model).node(ROOT, 0) {
+                Value::Object(root) => root,
+                _ => Map::new(),
+            }
+        }
+    };
+    // An MCP input schema is an object with properties.
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        root.clear();
+        root.insert("type".into(), "object".into());
+    }
+    let properties = root
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        for (name, description) in described {
+            if let Some(Value::Object(property)) = properties.get_mut(*name) {
+                if !description.is_empty() {
+                    property.insert("description".into(), (*description).into());
+                }
+            }
+        }
+    }
+    if flavor == SchemaFlavor::Portable {
+        root.insert("additionalProperties".into(), false.into());
+    }
+    root
+}
+
+/// A tool's output schema in `flavor`: the schema of its result as it
+/// serializes, when that is an object (MCP's `structuredContent` is one).
+pub(crate) fn output_schema(flavor: SchemaFlavor, output: &Value) -> Option<Map<String, Value>> {
+    if output.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    match flavor {
+        SchemaFlavor::Spec => {
+            // Without `$schema`: clients that validate results (the
+            // TypeScript SDK's Ajv) read the schema in their default draft.
+            let mut root = spec(output);
+            root.remove("$schema");
+            Some(root)
+        }
+        SchemaFlavor::Portable => match Writer::new(&Model::of(output)).node(ROOT, 0) {
+            Value::Object(root) => Some(root),
+            _ => None,
+        },
+    }
+}
+
+/// Whether a result of this schema is sent as text: a string (a `String`,
+/// a unit enum), or nothing at all (`()`).
+pub(crate) fn is_text(output: &Value) -> bool {
+    if let Some(kind) = output.get("type").and_then(Value::as_str) {
+        return kind == "string" || kind == "null";
+    }
+    ["oneOf", "anyOf"].iter().any(|key| {
+        output
+            .get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| !branches.is_empty() && branches.iter().all(is_text))
+    })
+}
+
+/// The schema as schemars wrote it, without the root's `title` (the Rust
+/// type's name) and the keyword that is the decoder's own ([`STRICT`]).
+fn spec(schema: &Value) -> Map<String, Value> {
+    let mut schema = schema.clone();
+    without_key(&mut schema, STRICT);
+    let mut root = match schema {
+        Value::Object(root) => root,
+        _ => Map::new(),
+    };
+    root.remove("title");
+    root
+}
+
+fn without_key(schema: &mut Value, key: &str) {
+    match schema {
+        Value::Object(object) => {
+            object.remove(key);
+            object
+                .values_mut()
+                .for_each(|value| without_key(value, key));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|value| without_key(value, key)),
+        _ => {}
+    }
+}
+
+/// The string formats every provider takes (Anthropic's list, which
+/// Gemini and OpenAI take too); other formats are left out.
+const PORTABLE_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "hostname",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Writes the portable flavour from the model.
+struct Writer<'m> {
+    model: &'m Model,
+}
+
+impl<'m> Writer<'m> {
+    fn new(model: &'m Model) -> Self {
+        Self { model }
+    }
+
+    /// The portable schema of a node, with its own description and what the
+    /// flavour cannot state added to it.
+    fn node(&self, index: usize, depth: usize) -> Value {
+        let node = self.model.node(index);
+        let (mut schema, moved) = self.shape(index, depth);
+        let mut description = node.description.clone().unwrap_or_default();
+        for clause in moved {
+            description = prose::join(&description, &sentence(&clause));
+        }
+        if !description.is_empty() {
+            schema.insert("description".into(), description.into());
+        }
+        Value::Object(schema)
+    }
+
+    /// The keywords of a node, and the clauses said in words instead.
+    fn shape(&self, index: usize, depth: usize) -> (Map<String, Value>, Vec<String>) {
+        let node = self.model.node(index);
+        let bounds = &node.bounds;
+        let mut schema = Map::new();
+        let mut moved = Vec::new();
+        let mut put = |key: &str, value: Value| {
+            schema.insert(key.to_owned(), value);
+        };
+        if depth > MAX_NESTING {
+            put("type", "object".into());
+            put("properties", json!({}));
+            put("additionalProperties", false.into());
+            moved.push(String::from(
+                "nested deeper than the schema is written out: any object",
+            ));
+            return (schema, moved);
+        }
+        match &node.kind {
+            Kind::Any => {
+                put(
+                    "anyOf",
+                    json!([{"type": "string"}, {"type": "number"}, {"type": "boolean"}]),
+                );
+            }
+            Kind::Boolean => put("type", "boolean".into()),
+            Kind::Integer | Kind::Number => {
+                let word = self.model.type_word(index);
+                put("type", word.into());
+                if let Some(min) = bounds.minimum {
+                    put("minimum", number(min, word));
+                }
+                if let Some(max) = bounds.maximum {
+                    put("maximum", number(max, word));
+                }
+                let mut words = phrase::number_range(&super::Bounds {
+                    exclusive_minimum: bounds.exclusive_minimum,
+                    exclusive_maximum: bounds.exclusive_maximum,
+                    ..super::Bounds::default()
+                });
+                if bounds.exclusive_minimum.is_some() || bounds.exclusive_maximum.is_some() {
+                    // The whole range, in the words the refusals use.
+                    words = phrase::number_range(bounds);
+                }
+                moved.extend(words);
+                moved.extend(phrase::multiple(bounds));
+            }
+            Kind::String => {
+                put("type", "string".into());
+                if let Some(min) = bounds.min_length {
+                    put("minLength", min.into());
+                }
+                if let Some(max) = bounds.max_length {
+                    put("maxLength", max.into());
+                }
+                if let Some((pattern, _)) = &bounds.pattern {
+                    put("pattern", pattern.clone().into());
+                }
+                if let Some(format) = node
+                    .format
+                    .as_deref()
+                    .filter(|format| PORTABLE_FORMATS.contains(format))
+                {
+                    put("format", format.into());
+                }
+            }
+            Kind::Array { items } => {
+                put("type", "array".into());
+                if let Some(items) = items {
+                    put("items", self.node(*items, depth + 1));
+                }
+                if let Some(min) = bounds.min_items {
+                    put("minItems", min.into());
+                }
+                if let Some(max) = bounds.max_items {
+                    put("maxItems", max.into());
+                }
+            }
+            Kind::Object { fields, additional } => {
+                if let (true, Additional::Values(values)) = (fields.is_empty(), additional) {
+                    // A map, as a list of pairs (decoding takes both).
+                    put("type", "array".into());
+                    put(
+                        "items",
+                        json!({
+                            "type": "object",
+                            "properties": {
+                                "key": {"type": "string"},
+                                "value": self.node(*values, depth + 1),
+                            },
+                            "required": ["key", "value"],
+                            "additionalProperties": false,
+                        }),
+                    );
+                    moved.push(String::from(
+                        "a map, written as a list of `key` and `value` pairs",
+                    ));
+                } else {
+                    put("type", "object".into());
+                    put("properties", self.fields(fields, depth));
+                    let required: Vec<Value> = fields
+                        .iter()
+                        .filter(|field| field.required)
+                        .map(|field| field.name.clone().into())
+                        .collect();
+                    if !required.is_empty() {
+                        put("required", required.into());
+                    }
+                    put("additionalProperties", false.into());
+                }
+            }
+            Kind::Enum(variants) => {
+                let word = self.model.type_word(index);
+                put("type", word.into());
+                if word == "string" {
+                    let values = variants.iter().map(|variant| variant.value.clone());
+                    put("enum", values.collect::<Vec<_>>().into());
+                    if variants.iter().any(|variant| variant.doc.is_some()) {
+                        moved.push(format!("one of: {}", prose::values(variants)));
+                    }
+                } else {
+                    // Gemini takes only text values in an `enum`.
+                    moved.push(format!("one of: {}", prose::values(variants)));
+                }
+            }
+            Kind::Union(branches) => {
+                let branches: Vec<Value> = branches
+                    .iter()
+                    .map(|&branch| self.node(branch, depth + 1))
+                    .collect();
+                put("anyOf", branches.into());
+            }
+        }
+        (schema, moved)
+    }
+
+    fn fields(&self, fields: &[Field], depth: usize) -> Value {
+        let mut properties = Map::new();
+        for field in fields {
+            let mut schema = self.node(field.node, depth + 1);
+            if let (Some(description), Value::Object(object)) = (&field.description, &mut schema) {
+                let own = self.model.node(field.node).description.as_deref();
+                if own != Some(description.as_str()) {
+                    let moved = object
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .and_then(|text| text.strip_prefix(own.unwrap_or("")))
+                        .unwrap_or("")
+                        .trim()
+                        .to_owned();
+                    object.insert(
+                        "description".into(),
+                        prose::join(description, &moved).into(),
+                    );
+                }
+            }
+            properties.insert(field.name.clone(), schema);
+        }
+        Value::Object(properties)
+    }
+}
+
+/// A bound as JSON, an integer for an integer schema.
+fn number(value: f64, word: &str) -> Value {
+    if word == "integer" && value.fract() == 0.0 && value.abs() < 9.0e15 {
+        Value::from(value as i64)
+    } else {
+        Value::from(value)
+    }
+}
+
+/// A clause as a sentence: capitalised, with a full stop.
+fn sentence(clause: &str) -> String {
+    let mut chars = clause.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}.", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema_of<T: JsonSchema>() -> Value {
+        schemars::SchemaGenerator::default()
+            .into_root_schema_for::<T>()
+            .to_value()
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    enum Colour {
+        Red,
+        Green,
+    }
+
+    /// A status.
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "kebab-case")]
+    enum Status {
+        /// Waiting.
+        Open,
+        /// Done.
+        Closed,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Inner {
+        /// How deep.
+        depth: u8,
+        /// A ratio above zero.
+        #[schemars(range(min = 0.0))]
+        #[schemars(extend("exclusiveMinimum" = 0))]
+        ratio: f64,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Arguments {
+        /// The topic.
+        topic: String,
+        /// How many.
+        count: Option<u32>,
+        colour: Option<Colour>,
+        status: Status,
+        inner: Inner,
+        tags: Vec<String>,
+        weights: std::collections::BTreeMap<String, u8>,
+        anything: Value,
+    }
+
+    fn walk(value: &Value, visit: &mut dyn FnMut(&Map<String, Value>)) {
+        match value {
+            Value::Object(object) => {
+                visit(object);
+                object.values().for_each(|value| walk(value, visit));
+            }
+            Value::Array(items) => items.iter().for_each(|value| walk(value, visit)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_spec_flavour_keeps_the_schema_as_written() {
+        let arguments = schema_of::<Arguments>();
+        let schema = Value::Object(input_schema(
+            SchemaFlavor::Spec,
+            &arguments,
+            &[("topic", "The topic for the joke")],
+        ));
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+        assert!(schema["$defs"]["Status"]["oneOf"].is_array());
+        assert!(schema.get("title").is_none());
+        assert_eq!(
+            schema["properties"]["topic"]["description"],
+            "The topic for the joke"
+        );
+        assert_eq!(
+            schema["properties"]["count"]["type"],
+            json!(["integer", "null"])
+        );
+    }
+
+    #[test]
+    fn the_portable_flavour_has_no_refs_nulls_consts_or_open_objects() {
+        let arguments = schema_of::<Arguments>();
+        let schema = Value::Object(input_schema(
+            SchemaFlavor::Portable,
+            &arguments,
+            &[("topic", "The topic for the joke")],
+        ));
+        walk(&schema, &mut |object| {
+            for key in [
+                "$ref",
+                "$defs",
+                "$schema",
+                "const",
+                "oneOf",
+                "allOf",
+                "default",
+                "title",
+                "exclusiveMinimum",
+                "multipleOf",
+            ] {
+                assert!(!object.contains_key(key), "{key}: {object:?}");
+            }
+            assert!(
+                !object.get("type").is_some_and(Value::is_array),
+                "{object:?}"
+            );
+            if object.get("type") == Some(&json!("object")) {
+                assert_eq!(object["additionalProperties"], false, "{object:?}");
+                assert!(object.contains_key("properties"), "{object:?}");
+            }
+            if let Some(format) = object.get("format").and_then(Value::as_str) {
+                assert!(PORTABLE_FORMATS.contains(&format), "{format}");
+            }
+        });
+        let properties = &schema["properties"];
+        assert_eq!(properties["topic"]["description"], "The topic for the joke");
+        assert_eq!(properties["count"]["type"], "integer");
+        assert_eq!(properties["count"]["minimum"], 0);
+        assert_eq!(properties["colour"]["enum"], json!(["Red", "Green"]));
+        assert_eq!(properties["status"]["enum"], json!(["open", "closed"]));
+        assert_eq!(
+            properties["status"]["description"],
+            "A status. One of: `open` (Waiting), `closed` (Done)."
+        );
+        assert_eq!(
+            properties["inner"]["properties"]["ratio"]["description"],
+            "A ratio above zero. At least 0 and greater than 0."
+                .replace("At least 0 and greater than 0", "From 0 to 0")
+                .replace("From 0 to 0", "At least 0")
+                + ""
+        );
+        assert_eq!(properties["weights"]["type"], "array");
+        assert_eq!(
+            properties["weights"]["items"]["properties"]["value"]["maximum"],
+            255
+        );
+        assert!(properties["anything"]["anyOf"].is_array());
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            required,
+            ["topic", "status", "inner", "tags", "weights", "anything"]
+        );
+    }
+
+    #[test]
+    fn an_empty_argument_list_is_an_object_with_no_properties() {
+        let arguments = json!({"$schema": "x", "title": "None", "type": "object"});
+        assert_eq!(
+            Value::Object(input_schema(SchemaFlavor::Spec, &arguments, &[])),
+            json!({"$schema": "x", "type": "object", "properties": {}})
+        );
+        assert_eq!(
+            Value::Object(input_schema(SchemaFlavor::Portable, &arguments, &[])),
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn recursive_types_stop_at_a_depth_in_the_portable_flavour() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}
+        });
+        let schema = Value::Object(input_schema(SchemaFlavor::Portable, &schema, &[]));
+        let mut node = &schema["properties"]["node"];
+        let mut levels = 0;
+        while node.get("properties").and_then(|p| p.get("next")).is_some() {
+            node = &node["properties"]["next"];
+            levels += 1;
+        }
+        assert_eq!(levels, MAX_NESTING);
+        assert!(node["description"].as_str().unwrap().contains("any object"));
+    }
+
+    #[test]
+    fn text_and_structured_results_are_told_apart() {
+        assert!(is_text(&schema_of::<String>()));
+        assert!(is_text(&schema_of::<()>()));
+        assert!(is_text(&schema_of::<Colour>()));
+        assert!(!is_text(&schema_of::<Inner>()));
+        assert!(!is_text(&schema_of::<Vec<String>>()));
+        for flavor in SchemaFlavor::ALL {
+            assert!(output_schema(flavor, &schema_of::<Inner>()).is_some());
+            assert!(output_schema(flavor, &schema_of::<Vec<String>>()).is_none());
+            assert!(output_schema(flavor, &schema_of::<String>()).is_none());
+        }
+    }
+
+    #[test]
+    fn flavours_parse_by_name() {
+        assert_eq!("spec".parse(), Ok(SchemaFlavor::Spec));
+        assert_eq!(" Portable ".parse(), Ok(SchemaFlavor::Portable));
+        let error = "gemini".parse::<SchemaFlavor>().unwrap_err().to_string();
+        assert!(
+            error.starts_with("unknown schema flavour `gemini`: use `spec`"),
+            "{error}"
+        );
+    }
+}
