@@ -27,7 +27,7 @@ REFUSED = [
     ({"query": "vpn", "limit": 500}, "`limit` must be an integer from 1 to 50; got 500"),
     (
         {"query": "vpn", "status": "pending"},
-        '`status` must be one of `open`, `in-progress`, `closed`; got the text "pending"',
+        '`status` must be one of: `open`, `in-progress`, `closed`; got the text "pending"',
     ),
     ({"limit": 5}, "`query` is missing; it must be a text"),
 ]

@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use tool_service::mcp::{McpOptions, McpServer, NO_OUTPUT};
+use tool_service::mcp::{McpOptions, McpServer, SchemaFlavor, NO_OUTPUT};
 use tool_service::{tool_service, Chunks, Context, Registry, StreamClosed, ToolError};
 
 /// Tell a joke on a given topic.
@@ -227,17 +227,19 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
     let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
     assert_eq!(pun.description.as_deref(), Some("Tell a pun"));
     let schema = Value::Object((*pun.input_schema).clone());
-    // Strict clients: no dialect, no null unions; the optional argument is
-    // not required, the preset's config is not an argument at all.
+    // The MCP specification's dialect, as schemars writes it, with the
+    // description the `tool` descriptor gives the agent; the preset's
+    // config is not an argument at all.
     assert_eq!(
         schema,
         json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "properties": {
                 "topic": {"type": "string", "description": "The topic for the joke."},
-                // The description the `tool` descriptor gives the agent.
                 "count": {
-                    "type": "integer",
+                    "type": ["integer", "null"],
+                    "format": "uint8",
                     "minimum": 0,
                     "maximum": 255,
                     "description": "How many jokes. Optional. From 0 to 255."
@@ -260,6 +262,36 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
         numbers.output_schema.is_none(),
         "structured content is an object"
     );
+}
+
+#[tokio::test]
+async fn the_portable_flavour_serves_what_strict_providers_take() {
+    let connected = connect_with(|options| options.schema_flavor = SchemaFlavor::Portable).await;
+    let tools = connected.client.list_all_tools().await.unwrap();
+    let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
+    // No dialect, no null unions, no formats providers refuse, a closed
+    // object; the optional argument is not required.
+    assert_eq!(
+        Value::Object((*pun.input_schema).clone()),
+        json!({
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string", "description": "The topic for the joke."},
+                "count": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 255,
+                    "description": "How many jokes. Optional. From 0 to 255."
+                }
+            },
+            "required": ["topic"],
+            "additionalProperties": false
+        })
+    );
+    let whoami = tools.iter().find(|tool| tool.name == "whoami").unwrap();
+    let output = Value::Object((*whoami.output_schema.clone().unwrap()).clone());
+    assert_eq!(output["type"], "object");
+    assert_eq!(output["additionalProperties"], false);
 }
 
 #[tokio::test]

@@ -7,12 +7,13 @@ use crate::support;
 
 use std::process::Command;
 
-const EXAMPLES: [&str; 7] = [
+const EXAMPLES: [&str; 8] = [
     "conformance",
     "custom_rag",
     "echo",
     "groups",
     "joke",
+    "schema_corpus",
     "streaming",
     "two_crates",
 ];

@@ -560,7 +560,7 @@ mod what_llms_send {
             (json!({"limit": 0}), "`limit` must be an integer from 1 to 50; got 0"),
             (
                 json!({"limit": 5, "mode": "fuzzy"}),
-                "`mode` must be one of `keyword`, `keyword_semantic`; got the text \"fuzzy\"",
+                "`mode` must be one of: `keyword`, `keyword_semantic`; got the text \"fuzzy\"",
             ),
             (json!({"limit": 5, "exact": "yes"}), "`exact` must be true or false; got the text \"yes\""),
             (

@@ -337,7 +337,7 @@ impl Rules {
                     .collect();
                 match listed.as_slice() {
                     [one] => one.clone(),
-                    _ => format!("one of {}", listed.join(", ")),
+                    _ => format!("one of: {}", listed.join(", ")),
                 }
             }
         }
@@ -679,7 +679,7 @@ mod tests {
             ),
             (
                 json!({"query": "q", "limit": 1, "status": "Opened"}),
-                "`status` must be one of `open`, `in-progress`, `closed`; got the text \"Opened\"",
+                "`status` must be one of: `open`, `in-progress`, `closed`; got the text \"Opened\"",
             ),
         ] {
             assert_eq!(rules.check(&value).map(|v| v.message()).as_deref(), Some(message));
@@ -720,7 +720,7 @@ mod tests {
             ),
             (
                 json!({"query": "q", "limit": 1, "mode": "fuzzy"}),
-                "`mode` must be one of `keyword`, `semantic`, `keyword_semantic`; got the text \"fuzzy\"",
+                "`mode` must be one of: `keyword`, `semantic`, `keyword_semantic`; got the text \"fuzzy\"",
             ),
             (
                 json!({"query": "q", "limit": 1, "mode": "keyword", "tags": [1]}),
@@ -743,6 +743,64 @@ mod tests {
             message.ends_with(&format!("got the text \"{}…\"", "x".repeat(40))),
             "{message}"
         );
+    }
+
+    /// For every bound a schema can state, the words the description uses
+    /// are in the refusal of a value that breaks it.
+    #[test]
+    fn descriptions_and_refusals_word_every_bound_alike() {
+        for (schema, broken) in [
+            (json!({"type": "integer", "minimum": 1}), json!(0)),
+            (json!({"type": "integer", "maximum": 5}), json!(6)),
+            (json!({"type": "integer", "minimum": 1, "maximum": 5}), json!(9)),
+            (json!({"type": "number", "exclusiveMinimum": 0}), json!(0)),
+            (json!({"type": "number", "exclusiveMaximum": 5}), json!(5)),
+            (json!({"type": "number", "minimum": 0, "exclusiveMaximum": 1}), json!(1)),
+            (json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1}), json!(0)),
+            (json!({"type": "integer", "multipleOf": 5}), json!(7)),
+            (json!({"type": "number", "minimum": 0.5, "multipleOf": 0.25}), json!(0.6)),
+            (json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}), json!(300)),
+            (json!({"type": "string", "minLength": 2}), json!("a")),
+            (json!({"type": "string", "maxLength": 1}), json!("ab")),
+            (json!({"type": "string", "minLength": 1, "maxLength": 3}), json!("")),
+            (json!({"type": "string", "minLength": 2, "maxLength": 2}), json!("a")),
+            (json!({"type": "string", "pattern": "^[a-z]+$"}), json!("A")),
+            (json!({"type": "array", "items": {"type": "string"}, "minItems": 1}), json!([])),
+            (json!({"type": "array", "items": {"type": "string"}, "maxItems": 2}), json!(["a", "b", "c"])),
+            (json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}), json!([])),
+            (json!({"type": "array", "items": {"type": "integer", "maximum": 3}}), json!([4])),
+            (json!({"type": "string", "enum": ["a", "b"]}), json!("c")),
+        ] {
+            let root = json!({"type": "object", "properties": {"x": schema}, "required": ["x"]});
+            let model = crate::schema::Model::of(&root);
+            let field = &model.root_fields().unwrap()[0];
+            let described = crate::schema::prose::prose(&model, field);
+            let refusal = Rules::compile(&root)
+                .check(&json!({"x": broken}))
+                .unwrap_or_else(|| panic!("{schema} takes {broken}"))
+                .message();
+            assert!(!described.is_empty(), "{schema}");
+            for sentence in described.split(". ") {
+                let clause = sentence.trim_end_matches('.');
+                let mut chars = clause.chars();
+                let clause: String = chars
+                    .next()
+                    .map(|first| first.to_lowercase().chain(chars).collect())
+                    .unwrap_or_default();
+                // The item type is a noun, not a bound (`a list of
+                // strings`); an item's bounds follow it (`…, each at most
+                // 3`) and are refused as the item is.
+                let clause = match clause.split_once(", each ") {
+                    Some((_, bounds)) => bounds.to_owned(),
+                    None if clause.starts_with("a list of ") => continue,
+                    None => clause,
+                };
+                assert!(
+                    refusal.contains(&clause),
+                    "{schema}: the description says {clause:?}, the refusal {refusal:?}"
+                );
+            }
+        }
     }
 
     #[test]

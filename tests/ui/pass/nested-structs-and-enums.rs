@@ -55,7 +55,7 @@ fn main() {
     assert_eq!(text, r#"{"place":{"city":"Oslo","country":null},"unit":"celsius","days":[1,2]}"#);
     let error = support::error("forecast", json!({}), json!({"place": {"city": "Oslo"}, "unit": "kelvin", "days": [], "threshold": 1}));
     assert!(
-        error.message().contains("`unit` must be one of `celsius`, `fahrenheit`; got the text \"kelvin\""),
+        error.message().contains("`unit` must be one of: `celsius`, `fahrenheit`; got the text \"kelvin\""),
         "{error:?}"
     );
 }

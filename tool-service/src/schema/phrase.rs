@@ -28,12 +28,17 @@ fn range(
     exclusive_minimum: Option<f64>,
     exclusive_maximum: Option<f64>,
 ) -> Option<String> {
-    let low = minimum
-        .map(|min| (min, false))
-        .or(exclusive_minimum.map(|min| (min, true)));
-    let high = maximum
-        .map(|max| (max, false))
-        .or(exclusive_maximum.map(|max| (max, true)));
+    // Of an inclusive and an exclusive bound, the tighter one.
+    let low = match (minimum, exclusive_minimum) {
+        (Some(min), Some(exclusive)) if exclusive >= min => Some((exclusive, true)),
+        (Some(min), _) => Some((min, false)),
+        (None, exclusive) => exclusive.map(|min| (min, true)),
+    };
+    let high = match (maximum, exclusive_maximum) {
+        (Some(max), Some(exclusive)) if exclusive <= max => Some((exclusive, true)),
+        (Some(max), _) => Some((max, false)),
+        (None, exclusive) => exclusive.map(|max| (max, true)),
+    };
     if let (Some((min, false)), Some((max, false))) = (low, high) {
         return Some(format!("from {} to {}", figure(min), figure(max)));
     }

@@ -304,25 +304,27 @@ impl Checker<'_> {
     }
 
     fn openai(&mut self, object: &Map<String, Value>, at: &str) {
-        match object.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
-            Some(_) => self.refuse(
-                at,
-                String::from("strict mode takes no `additionalProperties` but `false` (a map)"),
-            ),
-        }
+        let closed = object.get("additionalProperties") == Some(&Value::Bool(false));
         let is_object = match object.get("type") {
             Some(Value::String(word)) => word == "object",
             Some(Value::Array(words)) => words.iter().any(|word| word == "object"),
-            _ => false,
+            _ => object.contains_key("properties"),
         };
-        if is_object
-            && !object.contains_key("properties")
-            && object.get("additionalProperties") != Some(&Value::Bool(false))
+        if object.contains_key("additionalProperties") && !closed {
+            self.refuse(
+                at,
+                String::from("strict mode takes no `additionalProperties` but `false` (a map)"),
+            );
+        } else if is_object
+            && !closed
+            && object
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
         {
             self.refuse(
                 at,
-                String::from("strict mode takes no object that allows undeclared properties"),
+                String::from("strict mode takes no object without properties that is not closed"),
             );
         }
         if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
@@ -335,17 +337,31 @@ impl Checker<'_> {
                 .filter(|key| {
                     !matches!(
                         *key,
-                        "$ref" | "description" | "title" | "default" | "examples" | "$comment"
+                        "$ref"
+                            | "$anchor"
+                            | "$comment"
+                            | "$defs"
+                            | "$schema"
+                            | "default"
+                            | "definitions"
+                            | "deprecated"
+                            | "description"
+                            | "examples"
+                            | "readOnly"
+                            | "title"
+                            | "writeOnly"
                     )
                 })
                 .collect();
             if !constraints.is_empty() {
                 self.refuse(
                     at,
-                    format!(
-                        "a `$ref` has constraints beside it ({})",
-                        constraints.join(", ")
-                    ),
+                    format!("a `$ref` has constraints beside it ({})", constraints.join(", ")),
+                );
+            } else if object.len() == 1 {
+                self.refuse(
+                    at,
+                    format!("the strict conversion does not follow a `$ref` alone ({reference})"),
                 );
             }
         }
@@ -484,6 +500,9 @@ mod tests {
         );
         let open = json!({"type": "object", "properties": {"o": {"type": "object"}, "v": {}}});
         assert!(!check(Provider::OpenAi, &open).accepts());
+        let bare = json!({"type": "object", "properties": {"r": {"anyOf": [{"$ref": "#/$defs/R"}, {"type": "null"}]}},
+                          "$defs": {"R": {"type": "string"}}});
+        assert!(!check(Provider::OpenAi, &bare).accepts());
         assert_eq!(
             check(Provider::Anthropic, &open).refusals,
             ["`v`: a schema needs a `type`, `anyOf`, `oneOf`, `allOf`, `const` or `enum`"]
