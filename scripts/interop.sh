@@ -5,7 +5,8 @@
 # replicas behind nginx and HAProxy (scripts/balancers.sh installs them).
 #   scripts/interop.sh [pytest args…]
 # Starts the broker if none runs (PULSAR_URL picks an existing one), creates
-# the Python peer once (and TrustGraph 2.7.15's, for interop-trustgraph-2.7),
+# the Python peer once (and TrustGraph 2.7.15's, for interop-trustgraph-2.7;
+# the providers' client code, for interop-schemas),
 # builds the examples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +21,6 @@ PYTHON27="$(TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh)"
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 # Exit status 5: the arguments selected none of these tests.
 "$PYTHON27" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider "$@" || [ $? -eq 5 ]
+PROVIDERS="$(scripts/python-providers.sh)"
+echo "==> the tools' schemas through Gemini's, OpenAI's and Anthropic's own client code" >&2
+"$PROVIDERS" -m pytest interop-schemas -q -p no:cacheprovider "$@" || [ $? -eq 5 ]

@@ -5,8 +5,8 @@
 # against a real Apache Pulsar broker (started here unless PULSAR_URL names
 # one, and stopped at the end if started here), the MCP conformance suite
 # and the interop suite with TrustGraph's own Python code. What it needs
-# besides Rust (the broker's jars, the Python peer, the conformance suite's
-# Node) is fetched once into ~/.cache/tool-service, while the code compiles.
+# besides Rust (the broker's jars, the Python peer, the LLM providers'
+# client code, the conformance suite's Node) is fetched once into ~/.cache/tool-service, while the code compiles.
 # The checks a release needs on top of these are scripts/release-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +62,7 @@ if [ -z "${PULSAR_URL:-}" ]; then
 fi
 background peer scripts/python-peer.sh
 background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh
+background providers scripts/python-providers.sh
 background conformance scripts/mcp-ts-client.sh --install
 background balancers scripts/balancers.sh
 # The TLS/token test makes its keys and certificates with openssl.
@@ -94,6 +95,8 @@ await peer
 export TOOL_SERVICE_PEER_PYTHON="$result"
 await peer27
 peer27_python="$result"
+await providers
+providers_python="$result"
 await conformance
 await balancers
 
@@ -105,6 +108,8 @@ export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 "$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider
+echo "==> the tools' schemas through Gemini's, OpenAI's and Anthropic's own client code" >&2
+"$providers_python" -m pytest interop-schemas -q -p no:cacheprovider
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 phase "tests passed; $(du -sh "$target_dir" | cut -f1) in $target_dir"

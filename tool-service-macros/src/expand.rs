@@ -8,7 +8,7 @@ use syn::{FnArg, Ident, ItemFn};
 
 use crate::attr::{self, ConfigLit};
 use crate::ctxt::Errors;
-use crate::model::{self, Output, Service, Side, Slot, StateParam, ROLE_ATTRS};
+use crate::model::{self, Output, Service, Side, Slot, StateParam, ARG_ATTR, ROLE_ATTRS};
 
 /// Expands `#[tool_service(attr)] item`.
 pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -47,6 +47,7 @@ fn strip_role_attrs(function: &mut ItemFn) {
         if let FnArg::Typed(pat_type) = input {
             pat_type.attrs.retain(|attr| {
                 !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name))
+                    && !attr.path().is_ident(ARG_ATTR)
                     && model::misspelt_role(attr).is_none()
             });
         }
@@ -166,9 +167,27 @@ impl SideGlue {
         });
         let singles = side.singles.iter().map(|single| {
             let ident = &single.ident;
+            let ty = &single.ty;
+            // An argument with a default is decoded as an `Option`: left
+            // out, it is the default, typed as the parameter.
+            let expression = match single.bounds.default_value(ty) {
+                Some(default) => {
+                    let given = into_parameter(krate, ty, quote!(__given));
+                    quote! {
+                        match #binding.#ident {
+                            ::core::option::Option::Some(__given) => #given,
+                            ::core::option::Option::None => {
+                                let __default: #ty = #default;
+                                __default
+                            }
+                        }
+                    }
+                }
+                None => into_parameter(krate, ty, quote!(#binding.#ident)),
+            };
             CallArgument {
                 position: single.position,
-                expression: into_parameter(krate, &single.ty, quote!(#binding.#ident)),
+                expression,
             }
         });
         let opaques = types.iter().map(|ty| opaque(krate, ty));
@@ -236,7 +255,12 @@ fn decoding_struct(
                 .description
                 .as_deref()
                 .map(|text| quote!(#[doc = #text]));
-            quote!(#doc #ident: #param,)
+            let bounds = single.bounds.schema_attrs();
+            if single.bounds.default.is_some() {
+                quote!(#doc #bounds #ident: ::core::option::Option<#param>,)
+            } else {
+                quote!(#doc #bounds #ident: #param,)
+            }
         });
     let params: Vec<&Ident> = whole_param.iter().chain(&single_params).collect();
     let bounded = quote!(#(#params: #krate::__private::ParameterType),*);

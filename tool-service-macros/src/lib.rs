@@ -2,6 +2,7 @@
 //! Depend on `tool-service`, which re-exports them.
 
 mod attr;
+mod bounds;
 mod ctxt;
 mod doc;
 mod duration;

@@ -13,6 +13,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Type};
 
 use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr};
+use crate::bounds::{self, ArgBounds};
 use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::doc::{Doc, DocArgument};
 use crate::duration::parse_millis;
@@ -28,6 +29,10 @@ pub(crate) const ROLE_ATTRS: [&str; 6] = [
     "state",
 ];
 
+/// The attribute that bounds a plain argument and gives it a default:
+/// `#[arg(range(min = 1, max = 30), default = 7)]`.
+pub(crate) const ARG_ATTR: &str = "arg";
+
 /// Attributes Rust itself takes on parameters: never a misspelt role.
 const BUILTIN_PARAMETER_ATTRS: [&str; 7] = [
     "cfg", "cfg_attr", "allow", "warn", "deny", "forbid", "expect",
@@ -38,7 +43,10 @@ const BUILTIN_PARAMETER_ATTRS: [&str; 7] = [
 /// role it resembles, and removed from the function.
 pub(crate) fn misspelt_role(attr: &syn::Attribute) -> Option<&'static str> {
     let name = attr.path().get_ident()?.to_string();
-    if ROLE_ATTRS.contains(&name.as_str()) || BUILTIN_PARAMETER_ATTRS.contains(&name.as_str()) {
+    if ROLE_ATTRS.contains(&name.as_str())
+        || BUILTIN_PARAMETER_ATTRS.contains(&name.as_str())
+        || name == ARG_ATTR
+    {
         return None;
     }
     let near = nearest(&name, ROLE_ATTRS)?;
@@ -84,6 +92,8 @@ pub(crate) struct Single {
     pub(crate) ty: Type,
     /// The description from the doc comment (plain LLM arguments only).
     pub(crate) description: Option<String>,
+    /// What `#[arg(…)]` states (plain LLM arguments only).
+    pub(crate) bounds: ArgBounds,
 }
 
 impl Single {
@@ -592,6 +602,7 @@ fn single(position: usize, pat_type: &syn::PatType, errors: &mut Errors) -> Opti
         ident: ident?,
         ty: ty.clone(),
         description: None,
+        bounds: ArgBounds::default(),
     })
 }
 
@@ -671,9 +682,21 @@ fn build_params(function: &ItemFn, documented: &[DocArgument], errors: &mut Erro
             Role::Argument => {
                 if let Some(mut argument) = single(position, pat_type, errors) {
                     argument.description = describe(&argument, documented, errors);
+                    argument.bounds = bounds::parse(&pat_type.attrs, &argument.ty, errors);
                     params.arguments.singles.push(argument);
                 }
+                continue;
             }
+        }
+        if let Some(attr) = pat_type
+            .attrs
+            .iter()
+            .find(|attr| attr.path().is_ident(ARG_ATTR))
+        {
+            errors.spanned(
+                attr,
+                "`#[arg(…)]` bounds a plain LLM argument (one without a role attribute); for an `#[args]` struct put schemars attributes on its fields",
+            );
         }
     }
     let names: BTreeSet<String> = function

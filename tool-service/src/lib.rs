@@ -254,6 +254,35 @@ pub use stream::{Chunks, Collected, StreamClosed};
 /// | `#[stream] out: Chunks` (or `&Chunks`) | makes the service stream: each `out.send(…)` is a frame |
 /// | `#[state] db: &Db` (or `Arc<Db>`) | a value the process shares, made by the `App::setup` hook or given to `Registry::with_state` |
 ///
+/// A plain argument states its bounds and default with `#[arg(…)]`, checked
+/// against its type at compile time, and told to the LLM and enforced like
+/// an `#[args]` struct's schemars attributes:
+///
+/// ```
+/// # use tool_service::tool_service;
+/// /// Forecast the weather.
+/// ///
+/// /// # Arguments
+/// /// * `city` - Where.
+/// /// * `days` - How many days ahead.
+/// #[tool_service(topic = "forecast")]
+/// async fn forecast(
+///     #[arg(length(min = 1, max = 40))] city: String,
+///     #[arg(range(min = 1, max = 30), default = 7)] days: u32,
+/// ) -> String {
+///     format!("{days} days in {city}")
+/// }
+/// ```
+///
+/// `days` is then optional ("Optional. From 1 to 30. Default: `7`."), `7`
+/// when left out, and `40` is refused as an argument error: `` `days` must
+/// be an integer from 1 to 30; got 40 ``. `range(min = …, max = …)` bounds a
+/// number, `length(min = …, max = …)` a `String` or a `Vec`, and `default`
+/// is a literal of the parameter's type (a number, a string, `true` or
+/// `false`). A bound the type cannot hold, a default of another type or
+/// outside the bounds, or a default on an `Option` is a compile error on
+/// the offending token.
+///
 /// `#[config]`/`#[args]` parameters may be references (`&MyConfig`). Serde
 /// attributes (`rename`, `default`, `Option`) mean the same in decoding and in
 /// the descriptors. A tool preset whose config names an unknown param or omits

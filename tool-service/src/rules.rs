@@ -226,7 +226,11 @@ impl Rules {
                 if number_in(bounds, number) {
                     return broken();
                 }
-                // Outside the type's width, within what the schema states.
+                // Outside the type's width, within what the schema states
+                // (a value that decoded is within it).
+                if !kinds {
+                    return None;
+                }
                 let (min, max) = bounds.width?;
                 let wide = number.as_f64()?;
                 (wide < min || wide > max).then(|| Violation {
@@ -239,6 +243,11 @@ impl Rules {
                 number_in(bounds, number).then(broken).flatten()
             }
             (Kind::String, Value::String(text)) => text_in(bounds, text).then(broken).flatten(),
+            (Kind::Enum(variants), Value::String(text)) => (!variants
+                .iter()
+                .any(|variant| variant.value.as_str() == Some(text)))
+            .then(broken)
+            .flatten(),
             (Kind::Enum(variants), _) => {
                 (!variants.iter().any(|variant| same(&variant.value, value)))
                     .then(broken)
@@ -686,14 +695,16 @@ mod tests {
         }
         let width = Rules::compile(&json!({"type": "integer", "format": "uint8", "minimum": 0}));
         assert_eq!(
-            width.check(&json!(300)).map(|v| v.message()).as_deref(),
+            width.diagnose(&json!(300)).map(|v| v.message()).as_deref(),
             Some("the arguments must be an integer from 0 to 255; got 300")
         );
         assert_eq!(
             width.check(&json!(-1)).map(|v| v.message()).as_deref(),
             Some("the arguments must be an integer of at least 0; got -1")
         );
-        assert_eq!(width.check(&json!(255)), None);
+        assert_eq!(width.diagnose(&json!(255)), None);
+        // What decoded is within the type's width: `check` looks no further.
+        assert_eq!(width.check(&json!(300)), None);
         assert!(rules.checks());
         assert!(!width.checks(), "the type enforces its own width");
         assert!(!Rules::compile(
@@ -752,23 +763,56 @@ mod tests {
         for (schema, broken) in [
             (json!({"type": "integer", "minimum": 1}), json!(0)),
             (json!({"type": "integer", "maximum": 5}), json!(6)),
-            (json!({"type": "integer", "minimum": 1, "maximum": 5}), json!(9)),
+            (
+                json!({"type": "integer", "minimum": 1, "maximum": 5}),
+                json!(9),
+            ),
             (json!({"type": "number", "exclusiveMinimum": 0}), json!(0)),
             (json!({"type": "number", "exclusiveMaximum": 5}), json!(5)),
-            (json!({"type": "number", "minimum": 0, "exclusiveMaximum": 1}), json!(1)),
-            (json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1}), json!(0)),
+            (
+                json!({"type": "number", "minimum": 0, "exclusiveMaximum": 1}),
+                json!(1),
+            ),
+            (
+                json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
+                json!(0),
+            ),
             (json!({"type": "integer", "multipleOf": 5}), json!(7)),
-            (json!({"type": "number", "minimum": 0.5, "multipleOf": 0.25}), json!(0.6)),
-            (json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}), json!(300)),
+            (
+                json!({"type": "number", "minimum": 0.5, "multipleOf": 0.25}),
+                json!(0.6),
+            ),
+            (
+                json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}),
+                json!(300),
+            ),
             (json!({"type": "string", "minLength": 2}), json!("a")),
             (json!({"type": "string", "maxLength": 1}), json!("ab")),
-            (json!({"type": "string", "minLength": 1, "maxLength": 3}), json!("")),
-            (json!({"type": "string", "minLength": 2, "maxLength": 2}), json!("a")),
+            (
+                json!({"type": "string", "minLength": 1, "maxLength": 3}),
+                json!(""),
+            ),
+            (
+                json!({"type": "string", "minLength": 2, "maxLength": 2}),
+                json!("a"),
+            ),
             (json!({"type": "string", "pattern": "^[a-z]+$"}), json!("A")),
-            (json!({"type": "array", "items": {"type": "string"}, "minItems": 1}), json!([])),
-            (json!({"type": "array", "items": {"type": "string"}, "maxItems": 2}), json!(["a", "b", "c"])),
-            (json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}), json!([])),
-            (json!({"type": "array", "items": {"type": "integer", "maximum": 3}}), json!([4])),
+            (
+                json!({"type": "array", "items": {"type": "string"}, "minItems": 1}),
+                json!([]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}, "maxItems": 2}),
+                json!(["a", "b", "c"]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}),
+                json!([]),
+            ),
+            (
+                json!({"type": "array", "items": {"type": "integer", "maximum": 3}}),
+                json!([4]),
+            ),
             (json!({"type": "string", "enum": ["a", "b"]}), json!("c")),
         ] {
             let root = json!({"type": "object", "properties": {"x": schema}, "required": ["x"]});

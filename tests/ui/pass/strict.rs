@@ -28,6 +28,6 @@ fn main() {
     let refused = support::error("count-strictly", json!({}), json!({"limit": "5"}));
     assert_eq!(
         refused.message(),
-        "invalid arguments: `limit` must be an integer; got the text \"5\""
+        "invalid arguments: `limit` must be an integer of at least 0; got the text \"5\""
     );
 }

@@ -89,7 +89,7 @@ pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) 
         _ => "",
     };
     Err(format!(
-        "a provider refuses {} of the {} tools' schemas in the {flavor} flavour: {}{hint}",
+        "a provider refuses a tool's schema in the {flavor} flavour ({} of {} checks): {}{hint}",
         refused.len(),
         tools.len() * chosen.len(),
         refused.join(", ")

@@ -548,10 +548,7 @@ mod tests {
         // the words a refusal would use.
         let ratio = &properties["inner"]["properties"]["ratio"];
         assert_eq!(ratio["minimum"], 0.0);
-        assert_eq!(
-            ratio["description"],
-            "A ratio above zero. Greater than 0."
-        );
+        assert_eq!(ratio["description"], "A ratio above zero. Greater than 0.");
         assert_eq!(properties["weights"]["type"], "array");
         assert_eq!(
             properties["weights"]["items"]["properties"]["value"]["maximum"],

@@ -10,8 +10,9 @@
 //! doc comment. What the model does not understand is [`Kind::Any`]: no rule,
 //! no prose, an open schema.
 
-// The flavours and the provider checks serve MCP and the command line.
-#[cfg_attr(not(any(feature = "mcp", feature = "cli")), allow(dead_code))]
+// The flavours serve MCP (and `check-schemas`), the provider checks the
+// command line.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) mod flavor;
 pub(crate) mod phrase;
 pub(crate) mod prose;
@@ -22,6 +23,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+#[cfg(feature = "mcp")]
 pub use flavor::{ParseSchemaFlavorError, SchemaFlavor};
 
 /// The root node's index.

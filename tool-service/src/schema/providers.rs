@@ -356,7 +356,10 @@ impl Checker<'_> {
             if !constraints.is_empty() {
                 self.refuse(
                     at,
-                    format!("a `$ref` has constraints beside it ({})", constraints.join(", ")),
+                    format!(
+                        "a `$ref` has constraints beside it ({})",
+                        constraints.join(", ")
+                    ),
                 );
             } else if object.len() == 1 {
                 self.refuse(
