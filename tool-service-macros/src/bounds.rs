@@ -10,6 +10,7 @@ use syn::spanned::Spanned;
 use syn::{Lit, LitFloat, Type};
 
 use crate::ctxt::{code_list, did_you_mean, Errors};
+use crate::model::{first_type_argument, is_named};
 
 /// The keys `#[arg(…)]` takes.
 const KEYS: [&str; 3] = ["range", "length", "default"];
@@ -103,19 +104,10 @@ fn kind_of(ty: &Type) -> Option<Kind> {
 
 /// The type inside `Option<…>`, if `ty` is one.
 fn option_inner(ty: &Type) -> Option<&Type> {
-    let Type::Path(path) = ty else {
-        return None;
-    };
-    let last = path.path.segments.last()?;
-    if last.ident != "Option" {
-        return None;
-    }
-    match &last.arguments {
-        syn::PathArguments::AngleBracketed(arguments) => match arguments.args.first()? {
-            syn::GenericArgument::Type(inner) => Some(inner),
-            _ => None,
-        },
-        _ => None,
+    if is_named(ty, "Option") {
+        first_type_argument(ty)
+    } else {
+        None
     }
 }
 
@@ -223,6 +215,29 @@ fn min_max(
     Ok((min, max))
 }
 
+/// Whether an integer literal is a value of the integer type `name` (its
+/// range `low..=high`); an error on the literal when not.
+fn fits_integer(
+    int: &syn::LitInt,
+    (low, high): (i128, u128),
+    name: &str,
+    errors: &mut Errors,
+) -> bool {
+    let fits = int
+        .base10_parse::<i128>()
+        .is_ok_and(|value| value >= low && (value < 0 || value as u128 <= high));
+    if !fits {
+        errors.spanned(
+            int,
+            format_args!(
+                "`{}` is not a `{name}`: its values are {low} to {high}",
+                int.base10_digits()
+            ),
+        );
+    }
+    fits
+}
+
 /// A numeric literal's value, as a float for comparisons.
 fn number(lit: &Lit) -> Option<f64> {
     match lit {
@@ -253,15 +268,7 @@ fn check(bounds: &ArgBounds, ty: &Type, errors: &mut Errors) {
                 for lit in min.iter().chain(max) {
                     match lit {
                         Lit::Int(int) => {
-                            let fits = int
-                                .base10_parse::<i128>()
-                                .is_ok_and(|value| value >= low && (value < 0 || value as u128 <= high));
-                            if !fits {
-                                errors.spanned(
-                                    int,
-                                    format_args!("`{}` is not a `{name}`: its values are {low} to {high}", int.base10_digits()),
-                                );
-                            }
+                            fits_integer(int, (low, high), &name, errors);
                         }
                         other => errors.spanned(
                             other,
@@ -320,21 +327,9 @@ fn check(bounds: &ArgBounds, ty: &Type, errors: &mut Errors) {
         errors.spanned(default, format_args!("this default is not a `{name}`"));
         return;
     }
-    if let Some(Kind::Integer(low, high)) = kind {
-        if let Lit::Int(int) = default {
-            let fits = int
-                .base10_parse::<i128>()
-                .is_ok_and(|value| value >= low && (value < 0 || value as u128 <= high));
-            if !fits {
-                errors.spanned(
-                    int,
-                    format_args!(
-                        "`{}` is not a `{name}`: its values are {low} to {high}",
-                        int.base10_digits()
-                    ),
-                );
-                return;
-            }
+    if let (Some(Kind::Integer(low, high)), Lit::Int(int)) = (kind, default) {
+        if !fits_integer(int, (low, high), &name, errors) {
+            return;
         }
     }
     if let (Some(value), Some((min, max))) = (number(default), &bounds.range) {

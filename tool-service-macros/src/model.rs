@@ -295,7 +295,7 @@ fn kebab_case(ident: &Ident) -> String {
         .replace('_', "-")
 }
 
-fn is_named(ty: &Type, name: &str) -> bool {
+pub(crate) fn is_named(ty: &Type, name: &str) -> bool {
     match ty {
         Type::Path(path) => {
             path.qself.is_none()
@@ -312,7 +312,7 @@ fn is_named(ty: &Type, name: &str) -> bool {
 }
 
 /// The first generic type argument of the type's last segment.
-fn first_type_argument(ty: &Type) -> Option<&Type> {
+pub(crate) fn first_type_argument(ty: &Type) -> Option<&Type> {
     let Type::Path(path) = ty else { return None };
     let syn::PathArguments::AngleBracketed(arguments) = &path.path.segments.last()?.arguments
     else {

@@ -106,6 +106,17 @@ pub struct ToolDescriptor {
     pub arguments: Vec<Argument>,
 }
 
+impl ToolDescriptor {
+    /// Each argument's name and description, as MCP input schemas carry
+    /// them.
+    pub(crate) fn argument_descriptions(&self) -> Vec<(&str, &str)> {
+        self.arguments
+            .iter()
+            .map(|argument| (argument.name.as_str(), argument.description.as_str()))
+            .collect()
+    }
+}
+
 /// One argument the LLM provides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Argument {

@@ -16,9 +16,9 @@ use crate::schema::{phrase, Additional, Bounds, Field, Kind, Model, ROOT};
 #[derive(Debug)]
 pub(crate) struct Rules {
     model: Model,
-    /// Whether any node states a bound the type does not enforce itself,
-    /// so that a value that decoded must still be checked.
-    checks: bool,
+    /// For each node, whether it or a node below it states a bound the type
+    /// does not enforce itself: a value that decoded is checked only there.
+    bounded: Vec<bool>,
 }
 
 /// Why a value breaks the rules: where, what it must be, and what it is.
@@ -66,13 +66,29 @@ impl Rules {
         let model = Model::of(schema);
         // What the type enforces itself (its variants, its integer width)
         // needs no second look at a value that decoded.
-        let checks = model.nodes().iter().any(|node| node.bounds.beyond_width());
-        Self { model, checks }
+        let mut bounded: Vec<bool> = model
+            .nodes()
+            .iter()
+            .map(|node| node.bounds.beyond_width())
+            .collect();
+        // Up from the bounded nodes to every node above them (a recursive
+        // type is a cycle: until nothing changes).
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (index, node) in model.nodes().iter().enumerate() {
+                if !bounded[index] && children(&node.kind).any(|child| bounded[child]) {
+                    bounded[index] = true;
+                    changed = true;
+                }
+            }
+        }
+        Self { model, bounded }
     }
 
     /// Whether a value that decoded must still be [checked](Self::check).
     pub(crate) fn checks(&self) -> bool {
-        self.checks
+        self.bounded[ROOT]
     }
 
     /// Turns what an LLM commonly writes into what the schema takes, where
@@ -209,7 +225,8 @@ impl Rules {
         depth: usize,
         kinds: bool,
     ) -> Option<Violation> {
-        if depth > MAX_DEPTH {
+        // Only a bound can break a value that decoded.
+        if depth > MAX_DEPTH || !(kinds || self.bounded[index]) {
             return None;
         }
         let node = self.model.node(index);
@@ -351,6 +368,30 @@ impl Rules {
             }
         }
     }
+}
+
+/// The nodes right below a node of this kind.
+fn children(kind: &Kind) -> impl Iterator<Item = usize> + '_ {
+    let (items, fields, additional, branches): (Option<usize>, &[Field], Option<usize>, &[usize]) =
+        match kind {
+            Kind::Array { items } => (*items, &[], None, &[]),
+            Kind::Object { fields, additional } => (
+                None,
+                fields,
+                match additional {
+                    Additional::Values(values) => Some(*values),
+                    _ => None,
+                },
+                &[],
+            ),
+            Kind::Union(branches) => (None, &[], None, branches),
+            _ => (None, &[], None, &[]),
+        };
+    items
+        .into_iter()
+        .chain(fields.iter().map(|field| field.node))
+        .chain(additional)
+        .chain(branches.iter().copied())
 }
 
 /// `an integer from 1 to 50`, `a number of at least 0`, `an integer
@@ -686,20 +727,26 @@ mod tests {
                 json!({"query": "q", "limit": 1, "filter": {"code": "abcd"}}),
                 "`filter.code` must be a text matching the pattern `^[A-Z]{3}$`; got the text \"abcd\"",
             ),
-            (
-                json!({"query": "q", "limit": 1, "status": "Opened"}),
-                "`status` must be one of: `open`, `in-progress`, `closed`; got the text \"Opened\"",
-            ),
         ] {
             assert_eq!(rules.check(&value).map(|v| v.message()).as_deref(), Some(message));
         }
+        // A value that decoded is one of its variants: only a diagnosis
+        // looks.
+        let opened = json!({"query": "q", "limit": 1, "status": "Opened", "mode": "keyword"});
+        assert_eq!(rules.check(&opened), None);
+        assert_eq!(
+            rules.diagnose(&opened).map(|v| v.message()).as_deref(),
+            Some(
+                "`status` must be one of: `open`, `in-progress`, `closed`; got the text \"Opened\""
+            )
+        );
         let width = Rules::compile(&json!({"type": "integer", "format": "uint8", "minimum": 0}));
         assert_eq!(
             width.diagnose(&json!(300)).map(|v| v.message()).as_deref(),
             Some("the arguments must be an integer from 0 to 255; got 300")
         );
         assert_eq!(
-            width.check(&json!(-1)).map(|v| v.message()).as_deref(),
+            width.diagnose(&json!(-1)).map(|v| v.message()).as_deref(),
             Some("the arguments must be an integer of at least 0; got -1")
         );
         assert_eq!(width.diagnose(&json!(255)), None);
@@ -820,7 +867,7 @@ mod tests {
             let field = &model.root_fields().unwrap()[0];
             let described = crate::schema::prose::prose(&model, field);
             let refusal = Rules::compile(&root)
-                .check(&json!({"x": broken}))
+                .diagnose(&json!({"x": broken}))
                 .unwrap_or_else(|| panic!("{schema} takes {broken}"))
                 .message();
             assert!(!described.is_empty(), "{schema}");

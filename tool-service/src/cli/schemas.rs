@@ -107,11 +107,7 @@ fn input_schemas(registry: &Registry, flavor: SchemaFlavor) -> Vec<(String, Valu
             let Some(descriptor) = registry.descriptors().tool.get(name) else {
                 continue;
             };
-            let described: Vec<(&str, &str)> = descriptor
-                .arguments
-                .iter()
-                .map(|argument| (argument.name.as_str(), argument.description.as_str()))
-                .collect();
+            let described = descriptor.argument_descriptions();
             let schema = flavor::input_schema(flavor, &arguments, &described);
             schemas.push((name.to_owned(), Value::Object(schema)));
         }

@@ -246,11 +246,7 @@ impl McpServer {
                     continue;
                 };
                 let arguments = (service.spec().arguments_schema)().to_value();
-                let described: Vec<(&str, &str)> = descriptor
-                    .arguments
-                    .iter()
-                    .map(|argument| (argument.name.as_str(), argument.description.as_str()))
-                    .collect();
+                let described = descriptor.argument_descriptions();
                 let input = flavor::input_schema(schema_flavor, &arguments, &described);
                 let output = service.output_schema().map(schemars::Schema::to_value);
                 let text = output.as_ref().is_some_and(flavor::is_text);

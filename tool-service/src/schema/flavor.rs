@@ -25,6 +25,7 @@ use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
+use super::providers::COMMON_FORMATS;
 use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
 
 /// Which JSON Schema dialect an MCP server writes its tools' input and
@@ -192,21 +193,6 @@ fn without_key(schema: &mut Value, key: &str) {
     }
 }
 
-/// The string formats every provider takes (Anthropic's list, which
-/// Gemini and OpenAI take too); other formats are left out.
-const PORTABLE_FORMATS: &[&str] = &[
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "hostname",
-    "uri",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-
 /// Writes the portable flavour from the model.
 struct Writer<'m> {
     model: &'m Model,
@@ -288,7 +274,7 @@ impl<'m> Writer<'m> {
                 if let Some(format) = node
                     .format
                     .as_deref()
-                    .filter(|format| PORTABLE_FORMATS.contains(format))
+                    .filter(|format| COMMON_FORMATS.contains(format))
                 {
                     put("format", format.into());
                 }
@@ -531,7 +517,7 @@ mod tests {
                 assert!(object.contains_key("properties"), "{object:?}");
             }
             if let Some(format) = object.get("format").and_then(Value::as_str) {
-                assert!(PORTABLE_FORMATS.contains(&format), "{format}");
+                assert!(COMMON_FORMATS.contains(&format), "{format}");
             }
         });
         let properties = &schema["properties"];

@@ -109,8 +109,9 @@ const TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "integer", "string",
 ];
 
-/// The formats Anthropic's strict tool use keeps.
-const ANTHROPIC_FORMATS: &[&str] = &[
+/// The string formats Anthropic's strict tool use keeps, which Gemini and
+/// OpenAI take too: the portable flavour keeps these and no others.
+pub(crate) const COMMON_FORMATS: &[&str] = &[
     "date-time",
     "time",
     "date",
@@ -432,7 +433,7 @@ impl Checker<'_> {
                 "minItems" => value.as_u64().is_some_and(|min| min <= 1),
                 "format" => value
                     .as_str()
-                    .is_some_and(|format| ANTHROPIC_FORMATS.contains(&format)),
+                    .is_some_and(|format| COMMON_FORMATS.contains(&format)),
                 _ => false,
             };
             if !kept {
