@@ -506,6 +506,10 @@ def render(r):
     if traced.exists():
         import traced as traced_rounds
         lines += [""] + traced_rounds.render(json.loads(traced.read_text()))
+    instructions = ROOT / "bench" / "instructions.json"
+    if instructions.exists():
+        import instructions as instruction_counts
+        lines += [""] + instruction_counts.render(json.loads(instructions.read_text()))
     return "\n".join(lines)
 
 

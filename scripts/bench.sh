@@ -9,6 +9,9 @@
 #                                 (bench/mcp_rounds.py; no broker needed)
 #   scripts/bench.sh traced       only what tracing costs per request over
 #                                 Pulsar, paired (bench/traced.py)
+#   scripts/bench.sh instructions REV  instructions per request (callgrind)
+#                                 of this tree against revision REV
+#                                 (bench/instructions.py; no broker needed)
 #   scripts/bench.sh inprocess    only the in-process per-request figures
 #                                 (criterion, callgrind, paired batches), with
 #                                 no broker running
@@ -23,6 +26,10 @@ if [ "${1:-}" = inprocess ]; then
   fi
   cargo build --release --locked -p tool-service-bench --bins
   exec python3 bench/run.py inprocess
+fi
+if [ "${1:-}" = instructions ]; then
+  shift
+  exec python3 bench/instructions.py "$@"
 fi
 if [ "${1:-}" = mcp ]; then
   PYTHON="$(scripts/python-peer.sh)"

@@ -62,10 +62,11 @@ pub(super) enum Command {
     },
     /// List the services, their topics and their tools.
     List,
-    /// Tell which LLM providers (Gemini, OpenAI strict mode, Anthropic)
-    /// accept each tool's input schema, as their own client code decides,
-    /// in the schema flavour an MCP server serves; exit 1 when one refuses
-    /// a tool.
+    /// Tell which LLM providers accept each tool's input schema, and why not.
+    ///
+    /// Gemini, OpenAI's strict mode and Anthropic, as their own client code
+    /// decides, in the schema flavour an MCP server serves (`mcp
+    /// --schema-flavor`); exits 1 when one refuses a tool.
     CheckSchemas(schemas::CheckArgs),
     /// Serve every service (or those named with --only) on a Pulsar broker
     /// until SIGINT or SIGTERM.

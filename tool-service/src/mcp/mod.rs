@@ -255,10 +255,7 @@ impl McpServer {
                     descriptor.description.clone(),
                     Arc::new(input),
                 );
-                if let Some(output) = output
-                    .as_ref()
-                    .and_then(|output| flavor::output_schema(schema_flavor, output))
-                {
+                if let Some(output) = output.as_ref().and_then(flavor::output_schema) {
                     tool = tool.with_raw_output_schema(Arc::new(output));
                 }
                 tools.push(McpTool {

@@ -19,6 +19,9 @@
 //!   pairs (which decoding turns back into the map), a
 //!   `serde_json::Value` is a text, number or boolean, and a recursive type
 //!   stops at [`MAX_NESTING`] levels.
+//!
+//! Output schemas are the same in both flavours: clients validate results
+//! against them, and no LLM provider reads them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -132,25 +135,20 @@ pub(crate) fn input_schema(
     root
 }
 
-/// A tool's output schema in `flavor`: the schema of its result as it
-/// serializes, when that is an object (MCP's `structuredContent` is one).
-pub(crate) fn output_schema(flavor: SchemaFlavor, output: &Value) -> Option<Map<String, Value>> {
+/// A tool's output schema: the schema of its result as it serializes, when
+/// that is an object (MCP's `structuredContent` is one), as schemars writes
+/// it in either flavour. Clients validate results against it (the MCP SDKs
+/// do), and no LLM provider reads it: the portable rewriting, which leaves
+/// `null` out, would refuse a result whose `Option` field is `None`.
+pub(crate) fn output_schema(output: &Value) -> Option<Map<String, Value>> {
     if output.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
-    match flavor {
-        SchemaFlavor::Spec => {
-            // Without `$schema`: clients that validate results (the
-            // TypeScript SDK's Ajv) read the schema in their default draft.
-            let mut root = spec(output);
-            root.remove("$schema");
-            Some(root)
-        }
-        SchemaFlavor::Portable => match Writer::new(&Model::of(output)).node(ROOT, 0) {
-            Value::Object(root) => Some(root),
-            _ => None,
-        },
-    }
+    // Without `$schema`: clients that validate results (the TypeScript
+    // SDK's Ajv) read the schema in their default draft.
+    let mut root = spec(output);
+    root.remove("$schema");
+    Some(root)
 }
 
 /// Whether a result of this schema is sent as text: a string (a `String`,
@@ -591,11 +589,9 @@ mod tests {
         assert!(is_text(&schema_of::<Colour>()));
         assert!(!is_text(&schema_of::<Inner>()));
         assert!(!is_text(&schema_of::<Vec<String>>()));
-        for flavor in SchemaFlavor::ALL {
-            assert!(output_schema(flavor, &schema_of::<Inner>()).is_some());
-            assert!(output_schema(flavor, &schema_of::<Vec<String>>()).is_none());
-            assert!(output_schema(flavor, &schema_of::<String>()).is_none());
-        }
+        assert!(output_schema(&schema_of::<Inner>()).is_some());
+        assert!(output_schema(&schema_of::<Vec<String>>()).is_none());
+        assert!(output_schema(&schema_of::<String>()).is_none());
     }
 
     #[test]
