@@ -12,6 +12,11 @@ Each round also runs the hand-written loop a second time (`raw-again`): its
 ratio to the loop's first run is the noise floor, what two runs of the very
 same program differ by on this machine.
 
+For echo, each round also runs `java`: the same loop written against
+Apache Pulsar's own Java client (bench/java/EchoLoop.java, compiled by
+scripts/bench.sh against the broker distribution's jars), the reference a
+user who could write the tool in Java would compare with.
+
 Three workloads, 64 requests in flight:
   echo   the framework's own cost: a handler that is ready at once
   joke   the spec's joke tool: a config and arguments to decode
@@ -28,6 +33,8 @@ Started by `scripts/bench.sh paired` (or as part of `scripts/bench.sh`).
   OURS_BEFORE=PATH   also measure another build of bench/src/bin/ours.rs in
                      every round (e.g. the previous release), as "before"
   OURS_BEFORE_LABEL=TEXT  what that build is, for BENCHMARKS.md
+  JAVA_LOOP_CLASSPATH=CP  the Java loop's classpath (set by scripts/bench.sh;
+                     without it the `java` variant is not run)
 """
 
 import json
@@ -48,6 +55,9 @@ WORKLOADS = {
     "spin": (1000, 100) if common.QUICK else (4000, 400),
 }
 IN_FLIGHT = 64
+JAVA_CLASSPATH = os.environ.get("JAVA_LOOP_CLASSPATH")
+# The workloads the Java loop serves.
+JAVA_KINDS = {"echo"}
 
 
 def context_switches(pid):
@@ -71,6 +81,9 @@ def cpu_jiffies():
 def start(variant, kind):
     if variant == "raw-again":
         return common.start("raw", kind)
+    if variant == "java":
+        return common.Service(["java", "-cp", JAVA_CLASSPATH, "EchoLoop", "--url", common.URL,
+                               "--topic", common.topic(kind)], "java echo loop ready")
     if variant == "before":
         t = common.topic(kind)
         return common.Service([BEFORE, "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
@@ -106,13 +119,15 @@ def stats(values):
 
 
 def main():
-    variants = ["raw", "ours", "raw-again"] + (["before"] if BEFORE else [])
+    variants = (["raw", "ours", "raw-again"] + (["java"] if JAVA_CLASSPATH else [])
+                + (["before"] if BEFORE else []))
     print("== warming up the broker", file=sys.stderr, flush=True)
     common.warm_up_broker()
     rounds = {kind: [] for kind in WORKLOADS}
     for r in range(ROUNDS):
         for kind in WORKLOADS:
-            order = variants if r % 2 == 0 else list(reversed(variants))
+            these = [v for v in variants if v != "java" or kind in JAVA_KINDS]
+            order = these if r % 2 == 0 else list(reversed(these))
             runs = {}
             for variant in order:
                 print(f"== round {r + 1}/{ROUNDS}: {kind}/{variant}", file=sys.stderr, flush=True)
@@ -124,7 +139,8 @@ def main():
     summary = {}
     for kind, runs in rounds.items():
         summary[kind] = {}
-        for variant in variants:
+        present = [v for v in variants if all(v in run for run in runs)]
+        for variant in present:
             if variant == "raw":
                 continue
             summary[kind][variant] = {
@@ -139,9 +155,16 @@ def main():
                 for key in ("throughput", "p50_us", "p99_us", "cpu_us_per_request", "switches_per_request",
                             "steal_pct")
             }
-            for variant in variants
+            for variant in present
         }
-        summary[kind]["errors"] = sum(run[v]["errors"] for run in runs for v in variants)
+        summary[kind]["errors"] = sum(run[v]["errors"] for run in runs for v in present)
+        if "java" in present:
+            summary[kind]["ours_vs_java"] = {
+                "throughput": stats([run["ours"]["throughput"] / run["java"]["throughput"] for run in runs]),
+                "cpu_per_request": stats([run["ours"]["cpu_us_per_request"] / run["java"]["cpu_us_per_request"]
+                                          for run in runs]),
+                "p99": stats([run["ours"]["p99_us"] / run["java"]["p99_us"] for run in runs]),
+            }
     if BEFORE and "spin" in summary:
         spin = [run["ours"]["throughput"] / run["before"]["throughput"] for run in rounds["spin"]]
         summary["spin"]["ours_vs_before_throughput"] = stats(spin)
@@ -184,7 +207,7 @@ def render(p):
 
     for kind, by_variant in p["summary"].items():
         for variant, s in by_variant.items():
-            if variant in ("absolute", "errors", "ours_vs_before_throughput"):
+            if variant in ("absolute", "errors", "ours_vs_before_throughput", "ours_vs_java"):
                 continue
             lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {cell(s['p99'])} |")
     lines += ["", "Medians of the runs:", "",
@@ -206,6 +229,20 @@ def render(p):
                          f"{run['raw']['cpu_us_per_request']:.0f} µs"
                          + (f"; the loop's second run: {run['raw-again']['throughput'] / run['raw']['throughput']:.2f}×"
                             if "raw-again" in run else "") + ")")
+    java = [(kind, by_variant) for kind, by_variant in p["summary"].items() if "ours_vs_java" in by_variant]
+    if java:
+        lines += ["", "Against Apache Pulsar's own Java client (`java`: bench/java/EchoLoop.java, the same loop "
+                  "over pulsar-client-original from the broker's distribution, no batching), median of the "
+                  "per-round ratios, with `raw-again` ÷ `raw` as the noise floor:", "",
+                  "| workload | ratio | throughput | CPU per request | p99 |", "|---|---|---|---|---|"]
+        for kind, by_variant in java:
+            rows = [("java ÷ loop", by_variant["java"]), ("ours ÷ loop", by_variant["ours"]),
+                    ("ours ÷ java", by_variant["ours_vs_java"])]
+            if "raw-again" in by_variant:
+                rows.append(("noise floor (loop ÷ loop)", by_variant["raw-again"]))
+            for name, r in rows:
+                lines.append(f"| {kind} | {name} | **{r['throughput']['median']:.2f}** | "
+                             f"**{r['cpu_per_request']['median']:.2f}** | {r['p99']['median']:.2f} |")
     if p.get("before"):
         lines += ["", "`ours` ÷ `before`, paired within each round, beside `raw-again` ÷ `raw` (the noise floor):", "",
                   "| workload | throughput, ours ÷ before | throughput, raw-again ÷ raw | CPU per request, ours ÷ before | CPU per request, raw-again ÷ raw |",

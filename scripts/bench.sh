@@ -3,7 +3,9 @@
 # bench/results.json:
 #   scripts/bench.sh              (BENCH_QUICK=1 for a short smoke run)
 #   scripts/bench.sh paired       only the paired rounds of default `serve`
-#                                 against the hand-written loop (bench/paired.py)
+#                                 against the hand-written loop and, for echo,
+#                                 the same loop over Pulsar's Java client
+#                                 (bench/paired.py, bench/java/EchoLoop.java)
 #   scripts/bench.sh mcp          only `tools/call` over MCP: ours against
 #                                 rmcp's own macros and the Python SDK
 #                                 (bench/mcp_rounds.py; no broker needed)
@@ -41,6 +43,13 @@ PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
 # `ours` with the otel feature, beside it.
 cargo build --release --locked -p tool-service-bench --features otel --bin ours_traced
+# paired.py's `java` variant: the echo loop over Pulsar's own Java client,
+# compiled against the jars of the broker's distribution (no download).
+PULSAR_LIB="${PULSAR_CACHE:-$HOME/.cache/tool-service/pulsar-${PULSAR_VERSION:-4.2.4}}/lib"
+JAVA_CLASSES="${CARGO_TARGET_DIR:-$PWD/target}/release/java-echo-loop"
+mkdir -p "$JAVA_CLASSES"
+javac -cp "$PULSAR_LIB/*" -d "$JAVA_CLASSES" bench/java/EchoLoop.java
+export JAVA_LOOP_CLASSPATH="$JAVA_CLASSES:$PULSAR_LIB/*"
 # traced.py counts instructions with callgrind.
 if ! command -v valgrind >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind

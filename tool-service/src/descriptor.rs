@@ -109,6 +109,7 @@ pub struct ToolDescriptor {
 impl ToolDescriptor {
     /// Each argument's name and description, as MCP input schemas carry
     /// them.
+    #[cfg(any(feature = "cli", feature = "mcp"))]
     pub(crate) fn argument_descriptions(&self) -> Vec<(&str, &str)> {
         self.arguments
             .iter()
