@@ -34,7 +34,8 @@ use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
 /// Which JSON Schema dialect an MCP server writes its tools' input and
 /// output schemas in.
 ///
-/// ```
+#[cfg_attr(feature = "mcp", doc = "```")]
+#[cfg_attr(not(feature = "mcp"), doc = "```ignore")]
 /// use tool_service::mcp::SchemaFlavor;
 ///
 /// let flavor: SchemaFlavor = "portable".parse()?;
