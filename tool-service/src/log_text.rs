@@ -57,19 +57,35 @@ impl<'a> Untrusted<'a> {
 
 impl fmt::Display for Untrusted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (shown, c) in self.text.chars().enumerate() {
+        // A request id is logged for every request: printable ASCII within
+        // the limit (what ids nearly always are) goes out as it is, and
+        // otherwise runs of characters shown as they are go out in one
+        // write each.
+        if self.text.len() <= self.limit && self.text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            return f.write_str(self.text);
+        }
+        let mut run = 0;
+        for (shown, (at, c)) in self.text.char_indices().enumerate() {
             if shown == self.limit {
+                f.write_str(&self.text[run..at])?;
                 return write!(f, "… ({} bytes)", self.text.len());
             }
-            match c {
-                '\n' => f.write_str("\\n")?,
-                '\r' => f.write_str("\\r")?,
-                '\t' => f.write_str("\\t")?,
-                c if needs_escape(c) => write!(f, "\\u{{{:x}}}", u32::from(c))?,
-                c => fmt::Write::write_char(f, c)?,
+            let escaped = match c {
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                c if needs_escape(c) => "",
+                _ => continue,
+            };
+            f.write_str(&self.text[run..at])?;
+            if escaped.is_empty() {
+                write!(f, "\\u{{{:x}}}", u32::from(c))?;
+            } else {
+                f.write_str(escaped)?;
             }
+            run = at + c.len_utf8();
         }
-        Ok(())
+        f.write_str(&self.text[run..])
     }
 }
 
