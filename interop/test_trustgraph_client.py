@@ -141,3 +141,25 @@ def test_descriptors_equal_the_golden_vectors():
                 == joke["tool-service"]["joke-service"][key])
     for name in ("query-customers", "query-products"):
         assert rag["tool"][name] == json.loads((GOLDEN / f"{name}.json").read_text())
+
+
+def test_the_readmes_python_caller_prints_the_joke():
+    """examples/python/call_joke.py, which the README shows, run as it is."""
+    import os
+    import sys
+
+    from peer import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "call_joke.py")],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PULSAR_URL": PULSAR_URL})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Here's a pun for you:\n\n"), done.stdout
+
+
+def test_the_readme_shows_the_python_caller_as_it_is():
+    from peer import ROOT
+
+    code = (ROOT / "examples" / "python" / "call_joke.py").read_text()
+    assert f"```python\n{code}```" in (ROOT / "README.md").read_text(), (
+        "README.md's Python caller differs from examples/python/call_joke.py: copy the file into it")

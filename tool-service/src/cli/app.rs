@@ -108,6 +108,8 @@ const RUNS_HANDLERS: [&str; 3] = ["serve", "call", "mcp"];
 #[must_use = "nothing runs until `run` or `run_async` is called"]
 pub struct App<A = NoArgs> {
     meta: Option<Meta>,
+    /// The binary's one-line description in `--help`.
+    about: Option<String>,
     setup: Option<Setup<A>>,
     shutdown: Option<Shutdown>,
     /// Adds the binary's own flags to a command that runs handlers.
@@ -134,6 +136,7 @@ impl<A> std::fmt::Debug for App<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
             .field("meta", &self.meta)
+            .field("about", &self.about)
             .field("setup", &self.setup.is_some())
             .field("shutdown", &self.shutdown.is_some())
             .field("args", &std::any::type_name::<A>())
@@ -147,6 +150,7 @@ impl App {
     pub fn new() -> Self {
         App {
             meta: None,
+            about: None,
             setup: None,
             shutdown: None,
             augment: |command| command,
@@ -163,6 +167,7 @@ impl App {
     {
         App {
             meta: self.meta,
+            about: self.about,
             setup: self
                 .setup
                 .map(|setup| -> Setup<S> { Box::new(move |_: S| setup(NoArgs)) }),
@@ -223,6 +228,24 @@ impl<A: 'static> App<A> {
     /// ```
     pub fn meta(mut self, meta: Meta) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// The binary's one-line description at the top of `--help`;
+    /// [`run!()`](crate::run!) gives it the calling crate's `description`.
+    /// Without one (or with an empty one), tool-service's own.
+    ///
+    /// ```
+    /// use tool_service::App;
+    ///
+    /// let mut out = Vec::new();
+    /// let app = App::new().about("Joke tools for the support agent");
+    /// app.run_from(["./joke", "--help"], &mut out, &mut Vec::new());
+    /// assert!(String::from_utf8(out).unwrap().starts_with("Joke tools for the support agent"));
+    /// ```
+    pub fn about(mut self, about: impl Into<String>) -> Self {
+        let about = about.into();
+        self.about = (!about.trim().is_empty()).then_some(about);
         self
     }
 
@@ -453,7 +476,8 @@ impl<A: 'static> App<A> {
     {
         let meta = self.meta;
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let command = match with_own_args(command(meta, args.first()), self.augment) {
+        let command = command(meta, self.about.as_deref(), args.first());
+        let command = match with_own_args(command, self.augment) {
             Ok(command) => command,
             Err(error) => {
                 let _ = writeln!(err, "error: {error}");

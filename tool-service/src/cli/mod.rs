@@ -40,13 +40,20 @@ pub use app::{App, HookError, NoArgs};
 #[derive(Debug, Parser)]
 #[command(
     args_override_self = true,
-    about = "TrustGraph tool services over Apache Pulsar",
-    long_about = "TrustGraph tool services over Apache Pulsar.\n\nWithout a command, prints the descriptors of every service in this binary."
+    about = DEFAULT_ABOUT,
+    long_about = format!("{DEFAULT_ABOUT}.\n\n{WITHOUT_A_COMMAND}")
 )]
 pub(super) struct Cli {
     #[command(subcommand)]
     pub(super) command: Option<Command>,
 }
+
+/// The binary's description when it gives none ([`App::about`]).
+const DEFAULT_ABOUT: &str = "TrustGraph tool services over Apache Pulsar and MCP";
+
+/// What the long help says after the description.
+const WITHOUT_A_COMMAND: &str =
+    "Without a command, prints the descriptors of every service in this binary.";
 
 // Parsed once at start: the size of the largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -170,8 +177,9 @@ macro_rules! meta {
 }
 
 /// Runs the command line of this binary over every registered service, its
-/// `-V` showing the name and version of the calling crate's binary:
-/// `App::new().meta(meta!()).run()`.
+/// `-V` showing the name and version of the calling crate's binary and its
+/// `--help` the crate's `description`:
+/// `App::new().meta(meta!()).about(env!("CARGO_PKG_DESCRIPTION")).run()`.
 ///
 /// ```no_run
 /// fn main() -> std::process::ExitCode {
@@ -185,14 +193,23 @@ macro_rules! meta {
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 macro_rules! run {
     () => {
-        $crate::App::new().meta($crate::meta!()).run()
+        $crate::App::new()
+            .meta($crate::meta!())
+            .about(::core::env!("CARGO_PKG_DESCRIPTION"))
+            .run()
     };
 }
 
 /// The command line, named and versioned by `meta`, or else by the file
 /// name of `first` (the binary as started) and tool-service's version.
-fn command(meta: Option<Meta>, first: Option<&OsString>) -> clap::Command {
-    let command = Cli::command();
+fn command(meta: Option<Meta>, about: Option<&str>, first: Option<&OsString>) -> clap::Command {
+    let mut command = Cli::command();
+    if let Some(about) = about {
+        let about = about.trim().trim_end_matches('.').to_owned();
+        command = command
+            .long_about(format!("{about}.\n\n{WITHOUT_A_COMMAND}"))
+            .about(about);
+    }
     match meta {
         Some(meta) => command
             .name(meta.name)
