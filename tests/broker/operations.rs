@@ -244,7 +244,7 @@ async fn config_arguments_and_token_stay_out_of_the_logs_unless_asked() {
     // The request span carries the service and request id.
     assert!(
         lines.iter().any(
-            |line| line.contains("request{service=\"echo-service\" request_id=")
+            |line| line.contains("request{service=echo-service request_id=")
                 && line.contains("answered")
         ),
         "{all}"

@@ -167,7 +167,7 @@ pub(crate) fn pulsar_request<'a>(
                         target: UNSAMPLED,
                         parent: None,
                         "request",
-                        service = service.id(),
+                        service = %service.id(),
                         request_id = %Untrusted::id(id),
                     ),
                     unsampled: Some(context),
@@ -178,7 +178,7 @@ pub(crate) fn pulsar_request<'a>(
         let span = tracing::info_span!(
             parent: None,
             "request",
-            service = service.id(),
+            service = %service.id(),
             request_id = %Untrusted::id(id),
             otel.name = topics.process.as_str(),
             otel.kind = "consumer",
@@ -201,7 +201,7 @@ pub(crate) fn pulsar_request<'a>(
     let _ = (topics, property);
     RequestSpan::logged(tracing::info_span!(
         "request",
-        service = service.id(),
+        service = %service.id(),
         request_id = %Untrusted::id(id)
     ))
 }
@@ -228,7 +228,7 @@ pub(crate) fn mcp_request<'a>(
                     span: tracing::info_span!(
                         target: UNSAMPLED,
                         "request",
-                        service = service.id(),
+                        service = %service.id(),
                         request_id = %Untrusted::id(id),
                         transport = "mcp",
                     ),
@@ -239,7 +239,7 @@ pub(crate) fn mcp_request<'a>(
         };
         let span = tracing::info_span!(
             "request",
-            service = service.id(),
+            service = %service.id(),
             request_id = %Untrusted::id(id),
             transport = "mcp",
             otel.name = name,
@@ -258,7 +258,7 @@ pub(crate) fn mcp_request<'a>(
     let _ = (tool, meta);
     RequestSpan::logged(tracing::info_span!(
         "request",
-        service = service.id(),
+        service = %service.id(),
         request_id = %Untrusted::id(id),
         transport = "mcp",
     ))
