@@ -4,6 +4,7 @@ as TrustGraph's agent does: `python3 examples/python/call_joke.py` with
 
 import asyncio
 import os
+import sys
 
 from trustgraph.base.async_pulsar_backend import AsyncPulsarBackend
 from trustgraph.base.request_response_client import RequestResponseClient
@@ -42,3 +43,8 @@ async def main():
 
 
 asyncio.run(main())
+# pulsar-client's own threads may still be winding down when the interpreter
+# exits, which aborts the process ("terminate called without an active
+# exception"): everything is closed, so leave at once.
+sys.stdout.flush()
+os._exit(0)
