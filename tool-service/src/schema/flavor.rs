@@ -107,7 +107,7 @@ pub(crate) fn input_schema(
         SchemaFlavor::Spec => spec(arguments),
         SchemaFlavor::Portable => {
             let model = Model::of(arguments);
-            match Writer::new(&model).node(ROOT, 0) {
+            match Writer::new(&model).node(ROOT, 0, None) {
                 Value::Object(root) => root,
                 _ => Map::new(),
             }
@@ -202,12 +202,16 @@ impl<'m> Writer<'m> {
         Self { model }
     }
 
-    /// The portable schema of a node, with its own description and what the
-    /// flavour cannot state added to it.
-    fn node(&self, index: usize, depth: usize) -> Value {
+    /// The portable schema of a node, described by `description` (a
+    /// field's own) or else its own description, with what the flavour
+    /// cannot state added to it.
+    fn node(&self, index: usize, depth: usize, description: Option<&str>) -> Value {
         let node = self.model.node(index);
         let (mut schema, moved) = self.shape(index, depth);
-        let mut description = node.description.clone().unwrap_or_default();
+        let mut description = description
+            .or(node.description.as_deref())
+            .unwrap_or_default()
+            .to_owned();
         for clause in moved {
             description = prose::join(&description, &sentence(&clause));
         }
@@ -281,7 +285,7 @@ impl<'m> Writer<'m> {
             Kind::Array { items } => {
                 put("type", "array".into());
                 if let Some(items) = items {
-                    put("items", self.node(*items, depth + 1));
+                    put("items", self.node(*items, depth + 1, None));
                 }
                 if let Some(min) = bounds.min_items {
                     put("minItems", min.into());
@@ -300,7 +304,7 @@ impl<'m> Writer<'m> {
                             "type": "object",
                             "properties": {
                                 "key": {"type": "string"},
-                                "value": self.node(*values, depth + 1),
+                                "value": self.node(*values, depth + 1, None),
                             },
                             "required": ["key", "value"],
                             "additionalProperties": false,
@@ -340,7 +344,7 @@ impl<'m> Writer<'m> {
             Kind::Union(branches) => {
                 let branches: Vec<Value> = branches
                     .iter()
-                    .map(|&branch| self.node(branch, depth + 1))
+                    .map(|&branch| self.node(branch, depth + 1, None))
                     .collect();
                 put("anyOf", branches.into());
             }
@@ -349,28 +353,11 @@ impl<'m> Writer<'m> {
     }
 
     fn fields(&self, fields: &[Field], depth: usize) -> Value {
-        let mut properties = Map::new();
-        for field in fields {
-            let mut schema = self.node(field.node, depth + 1);
-            if let (Some(description), Value::Object(object)) = (&field.description, &mut schema) {
-                let own = self.model.node(field.node).description.as_deref();
-                if own != Some(description.as_str()) {
-                    let moved = object
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .and_then(|text| text.strip_prefix(own.unwrap_or("")))
-                        .unwrap_or("")
-                        .trim()
-                        .to_owned();
-                    object.insert(
-                        "description".into(),
-                        prose::join(description, &moved).into(),
-                    );
-                }
-            }
-            properties.insert(field.name.clone(), schema);
-        }
-        Value::Object(properties)
+        let properties = fields.iter().map(|field| {
+            let schema = self.node(field.node, depth + 1, field.description.as_deref());
+            (field.name.clone(), schema)
+        });
+        Value::Object(properties.collect())
     }
 }
 
