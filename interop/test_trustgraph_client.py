@@ -144,7 +144,7 @@ def test_descriptors_equal_the_golden_vectors():
 
 
 def test_the_readmes_python_caller_prints_the_joke():
-    """examples/python/call_joke.py, which the README shows, run as it is."""
+    """examples/python/call_joke.py, which the announce guide shows, run as it is."""
     import os
     import sys
 
@@ -157,9 +157,10 @@ def test_the_readmes_python_caller_prints_the_joke():
     assert done.stdout.startswith("Here's a pun for you:\n\n"), done.stdout
 
 
-def test_the_readme_shows_the_python_caller_as_it_is():
+def test_the_guide_shows_the_python_caller_as_it_is():
     from peer import ROOT
 
     code = (ROOT / "examples" / "python" / "call_joke.py").read_text()
-    assert f"```python\n{code}```" in (ROOT / "README.md").read_text(), (
-        "README.md's Python caller differs from examples/python/call_joke.py: copy the file into it")
+    guide = ROOT / "tool-service" / "docs" / "trustgraph.md"
+    assert f"```python\n{code}```" in guide.read_text(), (
+        "tool-service/docs/trustgraph.md's Python caller differs from examples/python/call_joke.py: copy the file into it")

@@ -19,7 +19,7 @@
 #   FUZZ_ARGS      extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
 #
 # The summary, with the seconds per target, the machine and the commit, is
-# also written to fuzz/results.txt (the figures the README quotes).
+# also written to fuzz/results.txt (the figures CONTRIBUTING.md quotes).
 #
 # Needs the nightly toolchain (`rustup toolchain install nightly`); installs
 # cargo-fuzz when it is missing. Prints one summary line per target and exits

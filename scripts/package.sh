@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 published=(tool-service-macros tool-service)
 exclude=(--exclude tool-service-suite --exclude tool-service-bench --exclude library-tools)
 
-# What each package ships: sources, manifest, README, licences.
+# What each package ships: sources, guides (docs/*.md, in the rustdoc),
+# manifest, README, licences.
 for crate in "${published[@]}"; do
   files="$(cargo package -p "$crate" --list --allow-dirty --locked)"
   for needed in LICENSE-MIT LICENSE-APACHE README.md Cargo.toml src/lib.rs; do
@@ -21,7 +22,7 @@ for crate in "${published[@]}"; do
       exit 1
     fi
   done
-  if unexpected="$(grep -vxE 'src/.*\.rs|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|\.cargo_vcs_info\.json|README\.md|LICENSE-(MIT|APACHE)' <<<"$files")"; then
+  if unexpected="$(grep -vxE 'src/.*\.rs|docs/[a-z-]+\.md|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|\.cargo_vcs_info\.json|README\.md|LICENSE-(MIT|APACHE)' <<<"$files")"; then
     echo "the package of $crate holds files a user does not need:" >&2
     echo "$unexpected" >&2
     exit 1

@@ -3,7 +3,7 @@
 # (release build), checking that every id is answered exactly once with its
 # own answer, and sampling the service's RSS. Prints one JSON line and
 # writes it, with the machine and the commit, to bench/soak-REQUESTS.json
-# (the figures the README quotes).
+# (the figures CONTRIBUTING.md quotes).
 #   scripts/soak.sh                       (SOAK_REQUESTS, SOAK_IN_FLIGHT to change)
 # Starts the local broker unless PULSAR_URL names one.
 set -euo pipefail

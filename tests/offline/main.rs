@@ -2,6 +2,7 @@
 //! in one test binary (one link of the runtime instead of five):
 //!
 //! * `architecture`: the runtime's module layers, read with `syn`;
+//! * `docs`: every flag, command, cargo feature and metric family documented;
 //! * `features`: what each cargo feature adds to the dependency tree;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
@@ -16,6 +17,7 @@
 mod support;
 
 mod architecture;
+mod docs;
 mod features;
 mod fuzz_seeds;
 mod golden;

@@ -102,6 +102,8 @@ impl fmt::Debug for RegistryError {
 impl std::error::Error for RegistryError {}
 
 /// The checked set of services in this binary and their descriptors.
+///
+#[doc = include_str!("../docs/testing.md")]
 #[derive(Debug, Clone)]
 pub struct Registry {
     services: Vec<Service>,

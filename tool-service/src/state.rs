@@ -29,6 +29,8 @@ use std::sync::Arc;
 /// last clone of the state and the last `Arc` taken from it are gone; values
 /// are dropped in the reverse order of insertion, so one built from another
 /// (a cache over a pool) goes first.
+///
+#[cfg_attr(feature = "cli", doc = include_str!("../docs/state.md"))]
 #[derive(Clone, Default)]
 pub struct State {
     /// `None` while empty: an empty state costs nothing to clone, which

@@ -36,6 +36,8 @@
 //! starting together do not make every agent reload. [`withdraw`] deletes
 //! this binary's services, and only those tools whose `service` is one of
 //! them.
+//!
+#![doc = include_str!("../../docs/trustgraph.md")]
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -11,6 +11,9 @@
 //! joke withdraw [--workspace WS] [--only SERVICE_ID]… [--dry-run]
 //! joke mcp [--listen HOST:PORT] [--mcp-token-file FILE] [--mcp-allowed-host HOST]…
 //! ```
+//!
+#![doc = include_str!("../../docs/operations.md")]
+#![doc = include_str!("../../docs/deployment.md")]
 
 use std::ffi::OsString;
 use std::io::Write;

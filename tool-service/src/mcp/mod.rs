@@ -47,6 +47,8 @@
 //! they refuse said in the descriptions). Either way each argument's
 //! description is its `tool` descriptor's. `check-schemas` tells which
 //! providers take a binary's tools in either flavour.
+//!
+#![doc = include_str!("../../docs/mcp.md")]
 
 mod connections;
 mod http;

@@ -36,6 +36,36 @@
 //! Recording costs a few atomic operations per request; error counts take a
 //! lock, on errors only.
 //!
+//! # Probes
+//!
+//! The metrics listener answers Kubernetes' probes:
+//! `/livez` (and `/healthz`) with 200 while the process answers at all, and
+//! `/readyz` with 200 only while every transport it serves is ready and
+//! shutdown has not begun: on Pulsar, the broker is connected and every
+//! service served is subscribed; over MCP, its listener (or stdio session) is
+//! up. Otherwise it answers 503 with the failing conditions, one per line:
+//! `not subscribed: wait-service` while the broker cannot be reached at start
+//! or while a consumer is made again, `broker not connected` during an
+//! outage, `not served over mcp: joke-service` before MCP serves, `not ready:
+//! REASON` while the application's own check fails, and `shutting down` from
+//! the moment SIGINT or SIGTERM starts the drain, so that a rollout sends no
+//! more requests to a replica that is leaving while it finishes what it has.
+//! `/readyz/pulsar` and `/readyz/mcp` say the same for one transport. A
+//! process that serves both (`serve --mcp-listen`) should give a load
+//! balancer's MCP pool `/readyz/mcp`: a broker outage fails `/readyz` and
+//! `/readyz/pulsar` only, and Pulsar needs no balancer (its replicas pull
+//! from the broker). `tests/offline/ops.rs` probes all three while the broker
+//! does not answer. `--no-metrics` turns the probes off
+//! with the metrics; `--metrics-address 127.0.0.1` keeps both on the host.
+//! `tests/broker/operations.rs` follows `/readyz` through an unreachable broker, a
+//! start and a drain with a request in flight; `tests/broker/broker_restart.rs`
+//! through a broker restart (gauge 1 → 0 → 1, `/readyz` 503 → 200).
+//!
+//! The endpoint serves at most 16 connections at once and closes the others at
+//! once; a client has 2 s to ask and read, so idle connections cannot pile up
+//! file descriptors (`tests/broker/security.rs`); a failing `accept` is logged at most
+//! every 10 s.
+//!
 //! # Why not `prometheus-client`
 //!
 //! The Prometheus project's crate was measured against this module side by

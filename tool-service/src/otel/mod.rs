@@ -44,20 +44,7 @@
 //!   `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512), `OTEL_BSP_EXPORT_TIMEOUT`
 //!   (30000 ms): the export queue.
 //!
-//! # Never in the way
-//! A finished span goes into a bounded queue, and a thread of its own sends
-//! batches to the collector. When the queue is full (the collector is slow
-//! or down), the span is dropped and counted ([`spans_dropped`], and
-//! `tg_tool_service_trace_spans_dropped_total` on `/metrics`); so is every
-//! span of a batch the collector did not take. A request never waits for
-//! the collector.
-//!
-//! # Propagation
-//! A request's `traceparent` and `tracestate` (Pulsar message properties,
-//! the keys the Pulsar Java client uses; an MCP request's `_meta`) make its
-//! span a child of the caller's. A request without them starts a trace. A
-//! malformed `traceparent` is ignored and counted ([`contexts_ignored`]).
-//! Every response frame carries the context of the span that published it.
+#![doc = include_str!("../../docs/tracing.md")]
 
 mod export;
 #[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]

@@ -5,6 +5,8 @@
 //! producer on its response topic. Each request is decoded, handled with at
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
+//!
+#![doc = include_str!("../../docs/pulsar.md")]
 
 mod busy;
 mod connection;
