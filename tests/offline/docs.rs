@@ -89,7 +89,11 @@ fn documented_flags() -> BTreeMap<String, BTreeSet<String>> {
         .nth(1)
         .expect("docs/operations.md has a `| flag | commands | … |` table");
     let mut documented: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for row in table.lines().skip(2).take_while(|line| line.starts_with('|')) {
+    for row in table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+    {
         let cells: Vec<&str> = row.split(" | ").collect();
         let commands: BTreeSet<String> = cells[1]
             .split(',')
@@ -97,7 +101,10 @@ fn documented_flags() -> BTreeMap<String, BTreeSet<String>> {
             .collect();
         for flag in flags_in(cells[0]) {
             let previous = documented.insert(flag.clone(), commands.clone());
-            assert!(previous.is_none(), "`{flag}` has two rows in docs/operations.md");
+            assert!(
+                previous.is_none(),
+                "`{flag}` has two rows in docs/operations.md"
+            );
         }
     }
     documented
@@ -140,7 +147,8 @@ fn every_command_is_in_the_operations_guide() {
     let guide = read("tool-service/docs/operations.md");
     for command in commands() {
         assert!(
-            guide.contains(&format!("| `{command}`")) || guide.contains(&format!(", `{command}` |")),
+            guide.contains(&format!("| `{command}`"))
+                || guide.contains(&format!(", `{command}` |")),
             "the command `{command}` has no row in the command table of docs/operations.md"
         );
     }
@@ -189,7 +197,11 @@ fn every_metric_family_is_in_the_metrics_docs() {
     let mut pending = vec![dir];
     while let Some(path) = pending.pop() {
         if path.is_dir() {
-            pending.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+            pending.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
         } else if path.extension().is_some_and(|ext| ext == "rs") {
             let text = std::fs::read_to_string(&path).unwrap();
             for (at, _) in text.match_indices("\"tg_") {
