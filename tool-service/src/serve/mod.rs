@@ -511,7 +511,7 @@ impl Serving {
     /// Every service's consumer loop runs inside this future rather than as
     /// a task of its own: requests that are ready on their first poll are
     /// answered by the loop, and the others run as tasks on the runtime.
-    /// Awaiting it from `block_on` (as `run()` does) keeps the loops off the
+    /// Awaiting it from `block_on` (as `run!()` does) keeps the loops off the
     /// worker threads; spawning it (`tokio::spawn(serving.run_until(..))`)
     /// puts all of them in that one task, which is fine for a few services
     /// and light traffic.
