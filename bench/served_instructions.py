@@ -1,0 +1,83 @@
+"""Instructions per request of a served request, over the broker: the
+hand-written `pulsar` crate loop (`raw`) against `ours` (default `serve`),
+for echo and joke, each service process under callgrind, which does not
+move with the machine's load as CPU time does.
+
+Each variant serves 1,000 and then, started anew, 5,000 requests at
+IN_FLIGHT in flight; the difference of the two counts divided by 4,000 is
+its instructions per request, start-up and shutdown excluded. Under
+callgrind a service runs on one thread at a time, so the figure counts the
+work, not how it spreads over threads.
+
+  python3 bench/served_instructions.py [VARIANT …]   (default: raw ours)
+
+Variants are bench/run.py's (`raw`, `ours`). Needs the broker (PULSAR_URL)
+and release builds of raw, ours and loadgen; `scripts/bench.sh
+served-instructions` provides them. Written to
+bench/served_instructions.json.
+"""
+
+import json
+import pathlib
+import shutil
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import run as common  # noqa: E402
+
+IN_FLIGHT = 64
+COUNTS = (1000, 5000)
+KINDS = ("echo", "joke")
+
+
+def refs(variant, kind, requests):
+    """The service's instruction count for serving `requests` requests."""
+    command, ready = command_of(variant, kind)
+    service = common.Service(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], ready)
+    try:
+        common.load(kind, IN_FLIGHT, requests, 0)
+    finally:
+        service.process.terminate()
+        service.process.wait(300)
+    time.sleep(0.2)
+    found = [line for line in service.lines if "I   refs:" in line]
+    if not found:
+        raise SystemExit("served_instructions.py: callgrind printed no count:\n" + "\n".join(service.lines[-20:]))
+    return int(found[-1].split(":")[1].replace(",", ""))
+
+
+def command_of(variant, kind):
+    """The command bench/run.py starts for a variant, and its ready line."""
+    t = common.topic(kind)
+    if variant == "raw":
+        return [str(common.BIN / "raw"), "--url", common.URL, "--topic", t, "--kind", kind], "loop ready"
+    if variant == "ours":
+        return [str(common.BIN / "ours"), "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
+                "--no-metrics"], "ready"
+    raise SystemExit(f"served_instructions.py: unknown variant {variant}")
+
+
+def main():
+    if shutil.which("valgrind") is None:
+        raise SystemExit("served_instructions.py: valgrind is missing; install it (apt-get install valgrind)")
+    variants = sys.argv[1:] or ["raw", "ours"]
+    common.warm_up_broker()
+    result = {}
+    for kind in KINDS:
+        for variant in variants:
+            low, high = (refs(variant, kind, n) for n in COUNTS)
+            per_request = (high - low) / (COUNTS[1] - COUNTS[0])
+            result.setdefault(kind, {})[variant] = per_request
+            print(f"{kind:5} {variant:6} {per_request:10,.0f} instructions/request", flush=True)
+    for kind in KINDS:
+        if "raw" in result[kind]:
+            for variant, value in result[kind].items():
+                if variant != "raw":
+                    print(f"{kind:5} {variant} ÷ raw: {value / result[kind]['raw']:.3f}", flush=True)
+    out = common.ROOT / "bench" / "served_instructions.json"
+    out.write_text(json.dumps({"in_flight": IN_FLIGHT, "counts": COUNTS, "instructions": result}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
