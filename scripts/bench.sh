@@ -14,6 +14,9 @@
 #   scripts/bench.sh instructions REV  instructions per request (callgrind)
 #                                 of this tree against revision REV
 #                                 (bench/instructions.py; no broker needed)
+#   scripts/bench.sh served-instructions [VARIANT…]  instructions per request
+#                                 of a served request over the broker, raw
+#                                 loop against ours (bench/served_instructions.py)
 #   scripts/bench.sh inprocess    only the in-process per-request figures
 #                                 (criterion, callgrind, paired batches), with
 #                                 no broker running
@@ -53,6 +56,11 @@ export JAVA_LOOP_CLASSPATH="$JAVA_CLASSES:$PULSAR_LIB/*"
 # traced.py counts instructions with callgrind.
 if ! command -v valgrind >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
+fi
+if [ "${1:-}" = served-instructions ]; then
+  shift
+  "$PYTHON" bench/served_instructions.py "$@"
+  exit
 fi
 if [ "${1:-}" = paired ]; then
   "$PYTHON" bench/paired.py

@@ -30,6 +30,7 @@ use crate::wire::Request;
 #[cfg(feature = "pulsar")]
 mod announce;
 mod app;
+mod fields;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod host;
 #[cfg(feature = "mcp")]
@@ -298,6 +299,7 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
     } else {
         tracing_subscriber::fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .fmt_fields(fields::PlainFields)
             .with_writer(std::io::stderr)
             .boxed()
     };
