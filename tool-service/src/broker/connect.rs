@@ -358,11 +358,7 @@ pub struct NoDelay {
 /// output would include the authentication token. Does nothing if the
 /// process has a `log` logger already. `serve` from the command line calls
 /// it.
-///
-/// ```
-/// tool_service::broker::forward_client_logs();
-/// ```
-pub fn forward_client_logs() {
+pub(crate) fn forward_client_logs() {
     crate::pulsar_compat::client_log::forward();
 }
 

@@ -68,7 +68,7 @@ pub(crate) struct ServeArgs {
     host: super::host::HostArgs,
     /// Requests each service takes ahead of its handlers; beyond that a
     /// non-persistent topic's requests are answered `overloaded` at once.
-    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::DEFAULT_RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
     receive_window: u32,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's

@@ -47,8 +47,8 @@
 //! # Never in the way
 //! A finished span goes into a bounded queue, and a thread of its own sends
 //! batches to the collector. When the queue is full (the collector is slow
-//! or down), the span is dropped and counted ([`spans_dropped`], and
-//! `tg_tool_service_trace_spans_dropped_total` on `/metrics`); so is every
+//! or down), the span is dropped and counted
+//! (`tg_tool_service_trace_spans_dropped_total` on `/metrics`); so is every
 //! span of a batch the collector did not take. A request never waits for
 //! the collector.
 //!
@@ -56,7 +56,8 @@
 //! A request's `traceparent` and `tracestate` (Pulsar message properties,
 //! the keys the Pulsar Java client uses; an MCP request's `_meta`) make its
 //! span a child of the caller's. A request without them starts a trace. A
-//! malformed `traceparent` is ignored and counted ([`contexts_ignored`]).
+//! malformed `traceparent` is ignored and counted
+//! (`tg_tool_service_trace_contexts_ignored_total`).
 //! Every response frame carries the context of the span that published it.
 
 mod export;
@@ -81,9 +82,9 @@ static IGNORED: AtomicU64 = AtomicU64::new(0);
 
 /// The property (and `_meta`) key of the W3C `traceparent`, as the Pulsar
 /// Java client writes it.
-pub const TRACEPARENT: &str = "traceparent";
+pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The property (and `_meta`) key of the W3C `tracestate`.
-pub const TRACESTATE: &str = "tracestate";
+pub(crate) const TRACESTATE: &str = "tracestate";
 
 /// Tracing as the `OTEL_*` variables configure it: the tracer provider and
 /// its exporter. Make the subscriber's layer with [`Otel::layer`], and
@@ -254,18 +255,21 @@ impl Otel {
 
 /// Spans dropped since the start: the export queue was full, or the
 /// collector did not take their batch.
-pub fn spans_dropped() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn spans_dropped() -> u64 {
     export::STATS.dropped.load(Ordering::Relaxed)
 }
 
 /// Spans the collector took since the start.
-pub fn spans_exported() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn spans_exported() -> u64 {
     export::STATS.exported.load(Ordering::Relaxed)
 }
 
 /// Malformed `traceparent`s seen since the start (each ignored: its
 /// request started a trace of its own).
-pub fn contexts_ignored() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn contexts_ignored() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 

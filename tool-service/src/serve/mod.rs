@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use options::{AnnounceOptions, ServeOptions, RECEIVE_WINDOW};
+pub use options::{AnnounceOptions, ServeOptions, DEFAULT_RECEIVE_WINDOW};
 
 use crate::host::{AbortOnDrop, Host, OpsEndpoint};
 use crate::metrics::Metrics;

@@ -12,7 +12,7 @@ use crate::spec::Service;
 /// is). On a non-persistent topic the broker drops messages for a consumer
 /// without room, so a small window would lose bursts; replicas on a Shared
 /// subscription still take turns.
-pub const RECEIVE_WINDOW: usize = 1000;
+pub const DEFAULT_RECEIVE_WINDOW: usize = 1000;
 
 /// What to serve, and how.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ pub struct ServeOptions {
     /// limit, grace period, memory budget), as every transport reads them.
     pub host: HostOptions,
     /// Requests a replica takes ahead of its handlers, per service
-    /// (default [`RECEIVE_WINDOW`], never below the concurrency).
+    /// (default [`DEFAULT_RECEIVE_WINDOW`], never below the concurrency).
     pub receive_window: Option<usize>,
     /// Log each request's `user`, `config` and `arguments` (at info level).
     /// Off by default: config often holds credentials and arguments hold
@@ -135,7 +135,7 @@ impl ServeOptions {
     /// The receive window a service runs with.
     pub fn receive_window_of(&self, service: Service) -> usize {
         self.receive_window
-            .unwrap_or(RECEIVE_WINDOW)
+            .unwrap_or(DEFAULT_RECEIVE_WINDOW)
             .max(self.host.concurrency_of(service))
     }
 }
@@ -149,7 +149,7 @@ mod tests {
         let options = ServeOptions::new("pulsar://x");
         assert_eq!(options.host.concurrency, None);
         assert!(options.host.only.is_empty());
-        assert_eq!(crate::dispatch::DEFAULT_CONCURRENCY, 64);
-        assert_eq!(options.host.timeout, crate::dispatch::DEFAULT_TIMEOUT);
+        assert_eq!(crate::host::DEFAULT_CONCURRENCY, 64);
+        assert_eq!(options.host.timeout, crate::host::DEFAULT_TIMEOUT);
     }
 }

@@ -144,7 +144,7 @@ impl PulsarWorker {
             let fit = limits.budget.limit() / (2 * limits.max_message_size.max(1));
             limits.window.min(fit.max(1))
         } else {
-            limits.window.max(super::RECEIVE_WINDOW)
+            limits.window.max(super::DEFAULT_RECEIVE_WINDOW)
         };
         let requests = PulsarRequests::subscribe(pulsar, service, permits)
             .await
