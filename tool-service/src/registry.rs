@@ -440,6 +440,7 @@ pub enum SelectError {
 /// Services a binary was expected to have and does not.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::known::list(.missing.iter().map(|id| format!("`{id}`"))), crate::known::list(.registered))]
+#[non_exhaustive]
 pub struct MissingServices {
     /// The ids expected and not registered.
     pub missing: Vec<String>,
@@ -449,6 +450,7 @@ pub struct MissingServices {
 
 /// Services take `#[state]` values that were never provided.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MissingState {
     /// Each service id and the type name it lacks.
     pub missing: Vec<(String, String)>,
@@ -487,6 +489,7 @@ impl std::error::Error for MissingState {}
     "no tool or service named `{name}` in this binary (known: {})",
     crate::known::list(known)
 )]
+#[non_exhaustive]
 pub struct UnknownName {
     /// The name asked for.
     pub name: String,

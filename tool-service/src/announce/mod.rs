@@ -68,6 +68,7 @@ pub enum OnClash {
 /// An item of the same type and key as one announced, that belongs to
 /// someone else.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Clash {
     /// `tool`, `tool-service` or `mcp`.
     pub kind: &'static str,

@@ -69,6 +69,7 @@ pub enum ServeError {
 
 /// What a service did while serving.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServiceReport {
     /// Requests answered (success or error frame) and acknowledged.
     pub answered: u64,

@@ -16,6 +16,7 @@ pub const DEFAULT_RECEIVE_WINDOW: usize = 1000;
 
 /// What to serve, and how.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeOptions {
     /// The broker.
     pub broker: BrokerOptions,
