@@ -10,9 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 
-/// The `id` answered when a request carries no `id` property, as TrustGraph does.
-pub(crate) const UNKNOWN_ID: &str = "unknown";
-
 /// The name of the message property that correlates requests and responses.
 pub const ID_PROPERTY: &str = "id";
 

@@ -353,15 +353,6 @@ pub struct NoDelay {
     _ticker: crate::pulsar_compat::nodelay::Ticker,
 }
 
-/// Forwards the Pulsar client's warnings and errors (it logs through the
-/// `log` crate) into `tracing`. Lower levels stay off: the client's trace
-/// output would include the authentication token. Does nothing if the
-/// process has a `log` logger already. `serve` from the command line calls
-/// it.
-pub(crate) fn forward_client_logs() {
-    crate::pulsar_compat::client_log::forward();
-}
-
 /// The host of a `host:port` address, without IPv6 brackets.
 fn host_of(address: &str) -> &str {
     let host = address.rsplit_once(':').map_or(address, |(host, _)| host);

@@ -5,7 +5,6 @@ mod connect;
 mod messages;
 
 pub(crate) use connect::describe;
-pub(crate) use connect::forward_client_logs;
 pub use connect::{BrokerOptions, ConnectError};
 // Pulsar workarounds and the request–response plumbing of the client,
 // public for the broker tests and the benchmarks only.

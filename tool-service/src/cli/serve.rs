@@ -147,7 +147,8 @@ pub(super) struct ServeRun {
 /// logging is set up here, before any hook runs.
 pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<ServeRun, BoxError> {
     super::init_logging(&args.log)?;
-    crate::broker::forward_client_logs();
+    // The Pulsar client's warnings and errors, into `tracing`.
+    crate::pulsar_compat::client_log::forward();
     let mut options = ServeOptions::with_broker(args.broker.options()?);
     if args.announce {
         let mut announce = crate::serve::AnnounceOptions::new(args.workspace)

@@ -730,11 +730,13 @@ impl ServiceMetrics {
     }
 
     /// Counts a response too large for the broker.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn oversized(&self) {
         let _ = self.oversized.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a response frame the broker did not take.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn send_failed(&self) {
         let _ = self.send_failures.fetch_add(1, Ordering::Relaxed);
     }

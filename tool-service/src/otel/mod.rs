@@ -82,8 +82,10 @@ static IGNORED: AtomicU64 = AtomicU64::new(0);
 
 /// The property (and `_meta`) key of the W3C `traceparent`, as the Pulsar
 /// Java client writes it.
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
 pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The property (and `_meta`) key of the W3C `tracestate`.
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
 pub(crate) const TRACESTATE: &str = "tracestate";
 
 /// Tracing as the `OTEL_*` variables configure it: the tracer provider and

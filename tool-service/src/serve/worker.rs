@@ -32,8 +32,11 @@ use crate::host::{Budget, Held};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
 use crate::trace::{self, Topics};
-use crate::wire::{Frame, Request, UNKNOWN_ID};
+use crate::wire::{Frame, Request};
 use crate::{error::ToolError, spec::Service, state::State};
+
+/// The `id` answered when a request carries no `id` property, as TrustGraph does.
+const UNKNOWN_ID: &str = "unknown";
 
 /// How much one service's worker takes on.
 #[derive(Debug, Clone)]
