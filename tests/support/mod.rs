@@ -10,8 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tool_service::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
-use tool_service::serve::{ServeOptions, Serving};
+use tool_service::pulsar::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
+use tool_service::pulsar::serve::{ServeOptions, Serving};
 use tool_service::wire::Frame;
 use tool_service::Registry;
 
@@ -82,7 +82,7 @@ pub(crate) fn require_broker() -> String {
 }
 
 pub(crate) async fn connect() -> Pulsar<TokioExecutor> {
-    tool_service::broker::BrokerOptions::new(require_broker())
+    tool_service::pulsar::broker::BrokerOptions::new(require_broker())
         .connect()
         .await
         .expect("connect to the broker")
@@ -90,21 +90,24 @@ pub(crate) async fn connect() -> Pulsar<TokioExecutor> {
 
 /// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
 /// test broker, with a 30 s timeout.
-pub(crate) async fn client(persistence: &str, topic: &str) -> tool_service::client::ToolClient {
-    let options = tool_service::broker::BrokerOptions::new(require_broker());
+pub(crate) async fn client(
+    persistence: &str,
+    topic: &str,
+) -> tool_service::pulsar::client::ToolClient {
+    let options = tool_service::pulsar::broker::BrokerOptions::new(require_broker());
     client_on(&options, persistence, topic, Duration::from_secs(30)).await
 }
 
 /// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
 /// broker `options` describe, with the given timeout.
 pub(crate) async fn client_on(
-    options: &tool_service::broker::BrokerOptions,
+    options: &tool_service::pulsar::broker::BrokerOptions,
     persistence: &str,
     topic: &str,
     timeout: Duration,
-) -> tool_service::client::ToolClient {
+) -> tool_service::pulsar::client::ToolClient {
     let pulsar = options.connect().await.expect("connect to the broker");
-    tool_service::client::ToolClient::connect(
+    tool_service::pulsar::client::ToolClient::connect(
         &pulsar,
         &format!("{persistence}://tg/request/{topic}"),
         &format!("{persistence}://tg/response/{topic}"),
@@ -121,7 +124,7 @@ pub(crate) struct InProcess {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<
         tokio::task::JoinHandle<
-            std::collections::HashMap<&'static str, tool_service::serve::ServiceReport>,
+            std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport>,
         >,
     >,
 }
@@ -131,7 +134,10 @@ impl InProcess {
         Self::start_with(only, |_| {}).await
     }
 
-    pub(crate) async fn start_with(only: &[&str], configure: impl FnOnce(&mut ServeOptions)) -> Self {
+    pub(crate) async fn start_with(
+        only: &[&str],
+        configure: impl FnOnce(&mut ServeOptions),
+    ) -> Self {
         let registry = Registry::collect().expect("a valid registry");
         let mut options = ServeOptions::new(require_broker());
         options.host.only = only.iter().map(|id| (*id).to_owned()).collect();
@@ -153,7 +159,7 @@ impl InProcess {
 
     pub(crate) async fn stop(
         mut self,
-    ) -> std::collections::HashMap<&'static str, tool_service::serve::ServiceReport> {
+    ) -> std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport> {
         let _ = self.stop.take().unwrap().send(());
         self.task.take().unwrap().await.unwrap()
     }
@@ -260,7 +266,12 @@ impl Replica {
     }
 
     /// [`Self::spawn_at`] with extra environment variables.
-    pub(crate) fn spawn_with_env(url: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) fn spawn_with_env(
+        url: &str,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut command = Command::new(example(name));
         command
             // The test's own RUST_LOG would take the place of --log-level.
@@ -547,7 +558,7 @@ impl RawTopic {
     /// `{persistence}://tg/request/{topic}` and `…/response/{topic}`.
     pub(crate) async fn open(persistence: &str, topic: &str) -> Self {
         let pulsar = connect().await;
-        let consumer = tool_service::broker::subscribe_own(
+        let consumer = tool_service::pulsar::broker::subscribe_own(
             &pulsar,
             &format!("{persistence}://tg/response/{topic}"),
         )
@@ -586,7 +597,7 @@ impl RawTopic {
             .unwrap()
             .unwrap();
         self.consumer.ack(&message).await.unwrap();
-        let id = tool_service::broker::message_id(&message).map(str::to_owned);
+        let id = tool_service::pulsar::broker::message_id(&message).map(str::to_owned);
         (
             id,
             Frame::decode(&message.payload.data).expect("a response frame"),
@@ -608,7 +619,11 @@ impl RawTopic {
 
     /// Sends `payload` and returns the id answered and every frame up to
     /// the last one.
-    pub(crate) async fn exchange(&mut self, payload: &[u8], id: Option<&str>) -> (String, Vec<Frame>) {
+    pub(crate) async fn exchange(
+        &mut self,
+        payload: &[u8],
+        id: Option<&str>,
+    ) -> (String, Vec<Frame>) {
         self.send(payload, id).await;
         let mut frames = Vec::new();
         loop {

@@ -291,7 +291,7 @@ pub enum DescriptorError {
         what: &'static str,
     },
     /// An argument has no description.
-    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({} = \"…\")` to the tool", crate::known::key(.argument))]
+    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({} = \"…\")` to the tool", crate::names::key(.argument))]
     UndocumentedArgument {
         /// The tool name.
         tool: String,
@@ -335,7 +335,7 @@ pub enum DescriptorError {
         known: String,
     },
     /// A preset leaves out a required param.
-    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({} = …)` to the tool", crate::known::key(.param))]
+    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({} = …)` to the tool", crate::names::key(.param))]
     MissingConfigParam {
         /// The tool name.
         tool: String,
@@ -435,7 +435,7 @@ pub(crate) fn describe(
                     tool: tool.name.to_owned(),
                     service: id.clone(),
                     param: name.clone(),
-                    known: crate::known::list(&known),
+                    known: crate::names::list(&known),
                 });
             }
         }
@@ -469,7 +469,7 @@ pub(crate) fn describe(
                     tool: tool.name.to_owned(),
                     service: id.clone(),
                     argument: (*name).to_owned(),
-                    known: crate::known::list(
+                    known: crate::names::list(
                         arguments.iter().map(|argument| argument.name.as_str()),
                     ),
                 }),

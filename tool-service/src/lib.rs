@@ -44,7 +44,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `pulsar` | yes | serving on Apache Pulsar: `broker`, `client`, `serve` (the `pulsar` client, rustls) |
+//! | `pulsar` | yes | serving on Apache Pulsar: [`pulsar`] (`broker`, `client`, `serve`, `announce`; the `pulsar` client, rustls) |
 //! | `mcp` | yes | serving every tool over the Model Context Protocol: [`mcp`], stdio and Streamable HTTP (rmcp, hyper) |
 //!
 //! With either transport: [`host`] (what both share: selection, each
@@ -70,12 +70,10 @@ extern crate self as tool_service;
 // above it in this list (tests/offline/architecture.rs checks it).
 //
 // Leaves.
-#[cfg(feature = "pulsar")]
-mod backoff;
 mod duration;
 mod error;
-mod known;
 pub mod log_text;
+mod names;
 mod rate;
 mod state;
 
@@ -108,26 +106,14 @@ pub mod host;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
 pub mod metrics;
 
-// The broker side.
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod announce;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod broker;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod client;
-#[cfg(feature = "pulsar")]
-mod pulsar_compat;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod serve;
-
-// The MCP side, a sibling of `serve`.
+// The two transports over the host: MCP, then Pulsar, which also serves
+// MCP beside it (`pulsar::serve::serve_with_mcp`).
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+#[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
+pub mod pulsar;
 
 // OpenTelemetry traces.
 #[cfg(feature = "otel")]

@@ -311,7 +311,7 @@ impl Registry {
     pub(crate) fn unknown_service(&self, id: &str) -> SelectError {
         SelectError::UnknownService {
             id: id.to_owned(),
-            known: crate::known::list(self.services.iter().map(|service| service.id())),
+            known: crate::names::list(self.services.iter().map(|service| service.id())),
         }
     }
 
@@ -439,7 +439,7 @@ pub enum SelectError {
 
 /// Services a binary was expected to have and does not.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::known::list(.missing.iter().map(|id| format!("`{id}`"))), crate::known::list(.registered))]
+#[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::names::list(.missing.iter().map(|id| format!("`{id}`"))), crate::names::list(.registered))]
 #[non_exhaustive]
 pub struct MissingServices {
     /// The ids expected and not registered.
@@ -487,7 +487,7 @@ impl std::error::Error for MissingState {}
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "no tool or service named `{name}` in this binary (known: {})",
-    crate::known::list(known)
+    crate::names::list(known)
 )]
 #[non_exhaustive]
 pub struct UnknownName {
@@ -657,7 +657,7 @@ mod tests {
             unknown,
             SelectError::UnknownService {
                 id: String::from("frist"),
-                known: crate::known::list(["custom", "first"]),
+                known: crate::names::list(["custom", "first"]),
             }
         );
         let empty = Registry::from_services([])

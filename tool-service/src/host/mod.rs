@@ -1,7 +1,7 @@
 //! What serving a registry's services means on any transport, written
 //! once: the [`Host`].
 //!
-//! Pulsar ([`serve`](crate::serve)) and MCP ([`mcp`](crate::mcp)) are
+//! Pulsar ([`serve`](crate::pulsar::serve)) and MCP ([`mcp`](crate::mcp)) are
 //! transports over one host. The host owns:
 //!
 //! - **selection**: which services are served ([`HostOptions::only`]),

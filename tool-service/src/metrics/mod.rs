@@ -74,9 +74,9 @@ use std::time::Duration;
 
 mod http;
 
+pub use http::serve_metrics;
 #[cfg(feature = "mcp")]
 pub(crate) use http::Throttle;
-pub use http::serve_metrics;
 // Public for the broker tests only.
 #[doc(hidden)]
 pub use http::MAX_CONNECTIONS;
@@ -842,7 +842,9 @@ mod tests {
         metrics.service("joke-service").set_running(true);
         metrics.set_broker_connected(false);
         assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
-        assert!(metrics.render().contains("tg_tool_service_broker_connected 0\n"));
+        assert!(metrics
+            .render()
+            .contains("tg_tool_service_broker_connected 0\n"));
         metrics.set_broker_connected(true);
         assert!(metrics.readiness().is_ok());
     }
@@ -852,7 +854,10 @@ mod tests {
         let metrics = Metrics::new();
         assert!(metrics.readiness().is_err());
         let joke = metrics.service("joke-service");
-        assert_eq!(metrics.readiness().unwrap_err(), "not subscribed: joke-service\n");
+        assert_eq!(
+            metrics.readiness().unwrap_err(),
+            "not subscribed: joke-service\n"
+        );
         joke.set_running(true);
         assert!(metrics.readiness().is_ok());
         metrics.set_draining();
@@ -863,12 +868,20 @@ mod tests {
     fn a_broker_outage_fails_pulsar_readiness_not_mcp() {
         let metrics = Metrics::new();
         metrics.service("joke-service").set_running(true);
-        metrics.service_on("joke-service", Some("mcp")).set_running(true);
+        metrics
+            .service_on("joke-service", Some("mcp"))
+            .set_running(true);
         metrics.set_broker_connected(false);
         assert!(metrics.readiness_of("mcp").is_ok());
-        assert_eq!(metrics.readiness_of("pulsar").unwrap_err(), "broker not connected\n");
+        assert_eq!(
+            metrics.readiness_of("pulsar").unwrap_err(),
+            "broker not connected\n"
+        );
         assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
-        assert_eq!(metrics.readiness_of("grpc").unwrap_err(), "nothing is served over grpc\n");
+        assert_eq!(
+            metrics.readiness_of("grpc").unwrap_err(),
+            "nothing is served over grpc\n"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub use messages::{message_id, subscribe_own};
 pub(crate) use messages::{producer, property, publish, response};
 
 /// The Pulsar client the broker side is built on: [`BrokerOptions::connect`]
-/// returns its client, and [`ToolClient`](crate::client::ToolClient) takes
+/// returns its client, and [`ToolClient`](crate::pulsar::client::ToolClient) takes
 /// it. Its types are part of this crate's `pulsar`
 /// feature, so a major release of `pulsar` is a major release of that
 /// feature; nothing else in this crate names them.

@@ -6,8 +6,8 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 
+mod broker_health;
 mod busy;
-mod connection;
 mod gate;
 mod options;
 mod transport;
@@ -43,7 +43,7 @@ pub enum ServeError {
         /// The broker URL.
         url: String,
         /// Why.
-        source: Box<crate::broker::ConnectError>,
+        source: Box<crate::pulsar::broker::ConnectError>,
     },
     /// The metrics endpoint could not be opened.
     #[error("cannot serve metrics on {address}: {source}")]
@@ -86,7 +86,7 @@ pub struct ServiceReport {
 /// unreachable at start, retries with backoff (and logs each attempt).
 ///
 /// ```no_run
-/// use tool_service::serve::{serve, ServeOptions};
+/// use tool_service::pulsar::serve::{serve, ServeOptions};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -153,7 +153,7 @@ async fn serve_on(
 ///
 /// ```no_run
 /// use tool_service::mcp::HttpOptions;
-/// use tool_service::serve::McpListener;
+/// use tool_service::pulsar::serve::McpListener;
 ///
 /// # async fn demo() -> std::io::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("0.0.0.0:8900").await?;
@@ -216,7 +216,7 @@ impl McpListener {
 ///
 /// ```no_run
 /// use tool_service::mcp::HttpOptions;
-/// use tool_service::serve::{serve_with_mcp, McpListener, ServeOptions};
+/// use tool_service::pulsar::serve::{serve_with_mcp, McpListener, ServeOptions};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -279,7 +279,7 @@ pub async fn serve_with_mcp(
 /// now on are answered.
 ///
 /// ```no_run
-/// use tool_service::serve::{ServeOptions, Serving};
+/// use tool_service::pulsar::serve::{ServeOptions, Serving};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -299,7 +299,7 @@ pub struct Serving {
     metrics: Arc<Metrics>,
     metrics_endpoint: Option<OpsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
-    nodelay: crate::pulsar_compat::nodelay::Ticker,
+    nodelay: crate::pulsar::compat::nodelay::Ticker,
     /// What to announce, on which client.
     announcing: Option<Announcing>,
     /// Probes the broker connection while serving.
@@ -309,7 +309,7 @@ pub struct Serving {
 /// The services' announcement, made beside the consumer loops.
 struct Announcing {
     pulsar: pulsar::Pulsar<pulsar::TokioExecutor>,
-    announcement: crate::announce::Announcement,
+    announcement: crate::pulsar::announce::Announcement,
     options: AnnounceOptions,
 }
 
@@ -326,14 +326,14 @@ impl Announcing {
             tracing::warn!("{warning}");
         }
         let announced = tokio::select! {
-            announced = crate::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
+            announced = crate::pulsar::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
             _ = stop_requested(&mut stopped) => false,
         };
         if !(announced && options.withdraw_on_exit) {
             return;
         }
         stop_requested(&mut stopped).await;
-        match crate::announce::withdraw(&pulsar, &announcement, options.timeout).await {
+        match crate::pulsar::announce::withdraw(&pulsar, &announcement, options.timeout).await {
             Ok(withdrawn) => tracing::info!(workspace = %options.workspace, "{withdrawn}"),
             Err(error) => {
                 tracing::warn!(workspace = %options.workspace, "cannot withdraw: {error}")
@@ -421,7 +421,7 @@ impl Serving {
             "connected to Pulsar"
         );
         metrics.set_broker_connected(true);
-        let nodelay = crate::pulsar_compat::nodelay::keep_applying();
+        let nodelay = crate::pulsar::compat::nodelay::keep_applying();
         let budget = host.budget();
         let registry = host.registry();
         let mut workers = Vec::with_capacity(host.hosted_services().len());
@@ -447,14 +447,14 @@ impl Serving {
             );
         }
         let watcher = {
-            let probe = connection::pulsar_probe(
+            let probe = broker_health::pulsar_probe(
                 pulsar.clone(),
                 workers[0].service.request_queue().to_owned(),
                 options.broker.clone(),
             );
             let (metrics, url) = (Arc::clone(&metrics), options.broker.url().to_owned());
             AbortOnDrop(tokio::spawn(async move {
-                connection::watch(probe, &metrics, &url).await;
+                broker_health::watch(probe, &metrics, &url).await;
             }))
         };
         tracing::info!(
@@ -467,10 +467,11 @@ impl Serving {
                 .iter()
                 .map(|worker| worker.service.id().to_owned())
                 .collect();
-            let mut announcement = crate::announce::Announcement::new(registry.as_ref(), &ids)
-                .expect("the services served are the registry's")
-                .in_workspace(announce.workspace.clone())
-                .with_queue_names(announce.queue_names);
+            let mut announcement =
+                crate::pulsar::announce::Announcement::new(registry.as_ref(), &ids)
+                    .expect("the services served are the registry's")
+                    .in_workspace(announce.workspace.clone())
+                    .with_queue_names(announce.queue_names);
             if let Some(mcp) = &announce.mcp {
                 announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
             }
