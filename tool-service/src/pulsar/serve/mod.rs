@@ -314,6 +314,32 @@ struct Announcing {
 }
 
 impl Announcing {
+    /// The announcement of the services `workers` serve, as `announce`
+    /// asks.
+    fn new(
+        registry: &Registry,
+        workers: &[PulsarWorker],
+        pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+        announce: AnnounceOptions,
+    ) -> Self {
+        let ids: Vec<String> = workers
+            .iter()
+            .map(|worker| worker.service.id().to_owned())
+            .collect();
+        let mut announcement = crate::pulsar::announce::Announcement::new(registry, &ids)
+            .expect("the services served are the registry's")
+            .in_workspace(announce.workspace.clone())
+            .with_queue_names(announce.queue_names);
+        if let Some(mcp) = &announce.mcp {
+            announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
+        }
+        Self {
+            pulsar: pulsar.clone(),
+            announcement,
+            options: announce,
+        }
+    }
+
     /// Announces until it is done (or refused for good); at shutdown,
     /// withdraws what it announced if asked to.
     async fn run(self, mut stopped: watch::Receiver<bool>) {
@@ -392,95 +418,21 @@ impl Serving {
             metrics.service(service.id());
         }
         // Bound before connecting, so a taken port fails at once.
-        let metrics_endpoint = match options.metrics {
-            Some(address) => Some(
-                host.serve_ops(address)
-                    .await
-                    .map_err(|source| ServeError::Metrics { address, source })?,
-            ),
-            None => None,
-        };
-        let (pulsar, broker) =
-            options
-                .broker
-                .connect_with_retry(give_up)
-                .await
-                .map_err(|source| ServeError::Connect {
-                    url: options.broker.url().to_owned(),
-                    source: Box::new(source),
-                })?;
-        let max_message_size = options
-            .max_message_size
-            .map_or(broker.max_message_size, |max| {
-                max.min(broker.max_message_size)
-            });
-        tracing::info!(
-            url = %options.broker.url(),
-            broker = %broker.server_version,
-            max_message_size,
-            "connected to Pulsar"
-        );
+        let metrics_endpoint = bind_metrics(host, options).await?;
+        let (pulsar, max_message_size) = connect(options, give_up).await?;
         metrics.set_broker_connected(true);
         let nodelay = crate::pulsar::compat::nodelay::keep_applying();
-        let budget = host.budget();
-        let registry = host.registry();
-        let mut workers = Vec::with_capacity(host.hosted_services().len());
-        for hosted in host.hosted_services() {
-            let service = hosted.service;
-            workers.push(
-                PulsarWorker::start(
-                    &pulsar,
-                    service,
-                    registry.state().clone(),
-                    metrics.service(service.id()),
-                    Limits {
-                        concurrency: hosted.concurrency,
-                        window: options.receive_window_of(service),
-                        timeout: hosted.timeout,
-                        log_payloads: options.log_payloads,
-                        max_message_size,
-                        budget: Arc::clone(budget),
-                        rate: hosted.limiter.clone(),
-                    },
-                )
-                .await?,
-            );
-        }
-        let watcher = {
-            let probe = broker_health::pulsar_probe(
-                pulsar.clone(),
-                workers[0].service.request_queue().to_owned(),
-                options.broker.clone(),
-            );
-            let (metrics, url) = (Arc::clone(&metrics), options.broker.url().to_owned());
-            AbortOnDrop(tokio::spawn(async move {
-                broker_health::watch(probe, &metrics, &url).await;
-            }))
-        };
+        let workers = subscribe(host, options, &pulsar, &metrics, max_message_size).await?;
+        let watcher = watch_broker(&pulsar, &workers, options, &metrics);
         tracing::info!(
             services = workers.len(),
             worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
             "ready"
         );
-        let announcing = options.announce.clone().map(|announce| {
-            let ids: Vec<String> = workers
-                .iter()
-                .map(|worker| worker.service.id().to_owned())
-                .collect();
-            let mut announcement =
-                crate::pulsar::announce::Announcement::new(registry.as_ref(), &ids)
-                    .expect("the services served are the registry's")
-                    .in_workspace(announce.workspace.clone())
-                    .with_queue_names(announce.queue_names);
-            if let Some(mcp) = &announce.mcp {
-                announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
-            }
-            Announcing {
-                pulsar: pulsar.clone(),
-                announcement,
-                options: announce,
-            }
-        });
+        let announcing = options
+            .announce
+            .clone()
+            .map(|announce| Announcing::new(host.registry(), &workers, &pulsar, announce));
         Ok(Self {
             workers,
             grace_period: host.grace_period(),
@@ -567,6 +519,102 @@ impl Serving {
         }
         reports
     }
+}
+
+/// The `/metrics` and probe endpoint, when one is asked for.
+async fn bind_metrics(
+    host: &Host,
+    options: &ServeOptions,
+) -> Result<Option<OpsEndpoint>, ServeError> {
+    let Some(address) = options.metrics else {
+        return Ok(None);
+    };
+    host.serve_ops(address)
+        .await
+        .map(Some)
+        .map_err(|source| ServeError::Metrics { address, source })
+}
+
+/// The client, connected (retrying until `give_up` completes), and the
+/// largest message it sends: the broker's, or less if the options say so.
+async fn connect(
+    options: &ServeOptions,
+    give_up: impl Future<Output = ()>,
+) -> Result<(pulsar::Pulsar<pulsar::TokioExecutor>, usize), ServeError> {
+    let (pulsar, broker) = options
+        .broker
+        .connect_with_retry(give_up)
+        .await
+        .map_err(|source| ServeError::Connect {
+            url: options.broker.url().to_owned(),
+            source: Box::new(source),
+        })?;
+    let max_message_size = options
+        .max_message_size
+        .map_or(broker.max_message_size, |max| {
+            max.min(broker.max_message_size)
+        });
+    tracing::info!(
+        url = %options.broker.url(),
+        broker = %broker.server_version,
+        max_message_size,
+        "connected to Pulsar"
+    );
+    Ok((pulsar, max_message_size))
+}
+
+/// One worker per hosted service, subscribed to its request topic.
+async fn subscribe(
+    host: &Host,
+    options: &ServeOptions,
+    pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+    metrics: &Metrics,
+    max_message_size: usize,
+) -> Result<Vec<PulsarWorker>, ServeError> {
+    let budget = host.budget();
+    let registry = host.registry();
+    let mut workers = Vec::with_capacity(host.hosted_services().len());
+    for hosted in host.hosted_services() {
+        let service = hosted.service;
+        workers.push(
+            PulsarWorker::start(
+                pulsar,
+                service,
+                registry.state().clone(),
+                metrics.service(service.id()),
+                Limits {
+                    concurrency: hosted.concurrency,
+                    window: options.receive_window_of(service),
+                    timeout: hosted.timeout,
+                    log_payloads: options.log_payloads,
+                    max_message_size,
+                    budget: Arc::clone(budget),
+                    rate: hosted.limiter.clone(),
+                },
+            )
+            .await?,
+        );
+    }
+    Ok(workers)
+}
+
+/// The task that probes the broker connection (on the first service's
+/// request topic) until dropped.
+fn watch_broker(
+    pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+    workers: &[PulsarWorker],
+    options: &ServeOptions,
+    metrics: &Arc<Metrics>,
+) -> AbortOnDrop {
+    let probe = broker_health::pulsar_probe(
+        pulsar.clone(),
+        workers[0].service.request_queue().to_owned(),
+        options.broker.clone(),
+    );
+    let (metrics, url) = (Arc::clone(metrics), options.broker.url().to_owned());
+    AbortOnDrop(tokio::spawn(async move {
+        broker_health::watch(probe, &metrics, &url).await;
+    }))
 }
 
 /// Completes once a stop has been requested (or can no longer be).
