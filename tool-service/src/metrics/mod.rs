@@ -51,20 +51,6 @@
 //! its output in a fixed order, and needs no dependency. Switching would
 //! remove about 100 of these lines and add 7 crates. Kept; native
 //! histograms or exemplars would be the reason to revisit.
-//!
-//! ```
-//! use std::time::Duration;
-//! use tool_service::metrics::Metrics;
-//!
-//! let metrics = Metrics::new();
-//! let joke = metrics.service("joke-service");
-//! let request = joke.start();
-//! request.finish(None, Duration::from_millis(3));
-//! joke.start().finish(Some("timeout"), Duration::from_secs(30));
-//! let text = metrics.render();
-//! assert!(text.contains("tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 1\n"));
-//! assert!(text.contains("tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"));
-//! ```
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -134,13 +120,12 @@ struct McpHttpMetrics {
 ///     if seen.load(Ordering::Relaxed) { Ok(()) } else { Err("the database does not answer".into()) }
 /// }));
 ///
-/// // What `serve` does with it:
+/// // What `serve` does with it: `/readyz` fails while the check does.
 /// let metrics = Metrics::new();
 /// metrics.add_state(&state);
-/// metrics.service("tickets-service").set_running(true);
-/// assert_eq!(metrics.readiness().unwrap_err(), "not ready: the database does not answer\n");
+/// assert!(metrics.readiness().unwrap_err().contains("not ready: the database does not answer\n"));
 /// db_up.store(true, Ordering::Relaxed);
-/// assert!(metrics.readiness().is_ok());
+/// assert!(!metrics.readiness().unwrap_err().contains("database"));
 /// ```
 #[derive(Clone)]
 pub struct ReadinessCheck(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
@@ -825,6 +810,44 @@ impl Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_counts_its_calls_and_their_errors_by_type() {
+        let metrics = Metrics::new();
+        let joke = metrics.service("joke-service");
+        let request = joke.start();
+        request.finish(None, Duration::from_millis(3));
+        joke.start()
+            .finish(Some("timeout"), Duration::from_secs(30));
+        let text = metrics.render();
+        assert!(text
+            .contains("tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 1\n"));
+        assert!(text.contains(
+            "tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"
+        ));
+    }
+
+    #[test]
+    fn an_application_check_holds_readiness_back_until_it_passes() {
+        let db_up = Arc::new(AtomicBool::new(false));
+        let seen = Arc::clone(&db_up);
+        let state = crate::state::State::new().with(ReadinessCheck::new(move || {
+            if seen.load(Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err("the database does not answer".into())
+            }
+        }));
+        let metrics = Metrics::new();
+        metrics.add_state(&state);
+        metrics.service("tickets-service").set_running(true);
+        assert_eq!(
+            metrics.readiness().unwrap_err(),
+            "not ready: the database does not answer\n"
+        );
+        db_up.store(true, Ordering::Relaxed);
+        assert!(metrics.readiness().is_ok());
+    }
 
     #[test]
     fn calls_over_another_transport_are_labelled_with_it() {
