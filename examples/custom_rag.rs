@@ -87,6 +87,7 @@ const SAMPLES: [(&str, &str, &str); 6] = [
 ];
 
 /// The passages database: one connection, shared by every request.
+#[derive(Debug)]
 pub struct Passages {
     connection: Mutex<Connection>,
 }

@@ -10,7 +10,7 @@ mod first {
 
     /// A service.
     #[tool_service(topic = "shared-topic", id = "twice")]
-    pub async fn one() {}
+    pub(crate) async fn one() {}
 }
 
 mod second {
@@ -18,17 +18,17 @@ mod second {
 
     /// The same id again.
     #[tool_service(topic = "other-topic", id = "twice", tool(name = "one"))]
-    pub async fn two() {}
+    pub(crate) async fn two() {}
 
     /// The same request queue as `first::one`.
     #[tool_service(
         topic = "third",
         request_queue = "non-persistent://tg/request/shared-topic"
     )]
-    pub async fn three() {}
+    pub(crate) async fn three() {}
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RagConfig {
     collection: String,
     #[serde(default)]
@@ -47,7 +47,7 @@ pub async fn rag(#[config] config: RagConfig) -> String {
     format!("{} {}", config.collection, config.limit)
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Undocumented {
     pub text: String,
 }
@@ -58,7 +58,7 @@ pub async fn undocumented(#[args] args: Undocumented) -> String {
     args.text
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Reserved {
     pub name: Option<String>,
 }

@@ -366,7 +366,7 @@ fn check_frames(payload: &[u8], streaming: bool, ok: bool, frames: &[Frame]) {
 }
 
 /// Checks the invariants above for one input.
-pub fn check(data: &[u8]) {
+pub(super) fn check(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };

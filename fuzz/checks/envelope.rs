@@ -69,7 +69,7 @@ fn reference(data: &[u8]) -> Option<Request> {
 }
 
 /// Checks the invariants above for one input.
-pub fn check(data: &[u8]) {
+pub(super) fn check(data: &[u8]) {
     assert_eq!(
         Request::decode(data).ok(),
         reference(data),

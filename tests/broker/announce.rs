@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use support::Replica;
-use tool_service::announce::{request_queue, response_queue};
+use tool_service::pulsar::announce::{request_queue, response_queue};
 
 /// `example ARGS…` on the test broker, to its end.
 fn run(example: &str, args: &[&str]) -> Output {
@@ -55,9 +55,10 @@ struct ScriptedConfig {
 impl ScriptedConfig {
     async fn start(workspace: &str, refusal: Option<Value>) -> Self {
         let pulsar = support::connect().await;
-        let mut consumer = tool_service::broker::subscribe_own(&pulsar, &request_queue(workspace))
-            .await
-            .expect("subscribe to the config request queue");
+        let mut consumer =
+            tool_service::pulsar::broker::subscribe_own(&pulsar, &request_queue(workspace))
+                .await
+                .expect("subscribe to the config request queue");
         let mut producer = pulsar
             .producer()
             .with_topic(response_queue(workspace))
@@ -71,7 +72,7 @@ impl ScriptedConfig {
             async move {
                 while let Some(Ok(message)) = consumer.next().await {
                     let _ = consumer.ack(&message).await;
-                    let id = tool_service::broker::message_id(&message)
+                    let id = tool_service::pulsar::broker::message_id(&message)
                         .unwrap_or_default()
                         .to_owned();
                     let request: Value = serde_json::from_slice(&message.payload.data).unwrap();
@@ -80,7 +81,7 @@ impl ScriptedConfig {
                         Some(error) => json!({"error": error}),
                         None => answer(&request, &mut store.lock().unwrap()),
                     };
-                    let reply = tool_service::broker::pulsar::producer::Message {
+                    let reply = tool_service::pulsar::broker::pulsar::producer::Message {
                         payload: reply.to_string().into_bytes(),
                         properties: [("id".to_owned(), id)].into(),
                         ..Default::default()
@@ -571,7 +572,7 @@ async fn serve_announce_stops_retrying_on_a_clash_and_keeps_serving() {
     let lines = replica.wait_for_log("not announced", Duration::from_secs(30));
     assert!(
         lines.last().unwrap().contains(
-            "ERROR tool_service::announce: not announced: tool `tell-joke` belongs to service \
+            "ERROR tool_service::pulsar::announce: not announced: tool `tell-joke` belongs to service \
              `their-jokes`; nothing was announced (serve --replace, or OnClash::Replace, \
              overwrites them)"
         ),

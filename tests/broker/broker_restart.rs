@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{PrivateBroker, Replica};
-use tool_service::broker::BrokerOptions;
-use tool_service::client::ToolClient;
+use tool_service::pulsar::broker::BrokerOptions;
+use tool_service::pulsar::client::ToolClient;
 
 async fn call_once(client: &ToolClient, text: &str) -> bool {
     matches!(client.call(&json!({}), &json!({"text": text})).await, Ok(answer) if answer == text)
@@ -262,12 +262,12 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     );
     let count = |needle: &str| lines.iter().filter(|line| line.contains(needle)).count();
     assert_eq!(
-        count("WARN tool_service::serve::connection: lost the connection to the Pulsar broker"),
+        count("WARN tool_service::pulsar::serve::connection: lost the connection to the Pulsar broker"),
         1,
         "{lines:#?}"
     );
     assert_eq!(
-        count("INFO tool_service::serve::connection: the connection to the Pulsar broker is back"),
+        count("INFO tool_service::pulsar::serve::connection: the connection to the Pulsar broker is back"),
         1,
         "{lines:#?}"
     );

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::json;
-use tool_service::broker::pulsar::{producer, Consumer, Producer, TokioExecutor};
-use tool_service::client::{CallError, ToolClient};
+use tool_service::pulsar::broker::pulsar::{producer, Consumer, Producer, TokioExecutor};
+use tool_service::pulsar::client::{CallError, ToolClient};
 use tool_service::wire::{Frame, Request};
 
 const REQUESTS: &str = "non-persistent://tg/request/it-client-raw";
@@ -31,7 +31,7 @@ impl Responder {
             .expect("a request within 30 s")
             .unwrap()
             .unwrap();
-        tool_service::broker::message_id(&message)
+        tool_service::pulsar::broker::message_id(&message)
             .expect("a request carries an id")
             .to_owned()
     }
@@ -55,7 +55,7 @@ async fn the_client_takes_its_own_frames_up_to_the_last_and_names_a_broken_respo
     let _suite = support::suite(module_path!());
     let pulsar = support::connect().await;
     let mut responder = Responder {
-        requests: tool_service::broker::subscribe_own(&pulsar, REQUESTS)
+        requests: tool_service::pulsar::broker::subscribe_own(&pulsar, REQUESTS)
             .await
             .unwrap(),
         responses: pulsar
@@ -161,7 +161,7 @@ fn the_client_sends_the_context_of_the_callers_span() {
         // this thread's subscriber was being set may have left it cached as
         // of no interest. Asked again now, every subscriber answers.
         tracing::callsite::rebuild_interest_cache();
-        let mut requests = tool_service::broker::subscribe_own(&pulsar, REQUESTS)
+        let mut requests = tool_service::pulsar::broker::subscribe_own(&pulsar, REQUESTS)
             .await
             .unwrap();
         let client = ToolClient::connect(&pulsar, REQUESTS, RESPONSES)

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio::sync::{Notify, Semaphore};
-use tool_service::client::CallError;
+use tool_service::pulsar::client::CallError;
 use tool_service::tool_service;
 
 /// Held by the tests that serve the echo example's `wait` service: on one
@@ -250,7 +250,7 @@ async fn the_grace_period_abandons_what_still_runs() {
     })
     .await;
     let client = support::client_on(
-        &tool_service::broker::BrokerOptions::new(support::require_broker()),
+        &tool_service::pulsar::broker::BrokerOptions::new(support::require_broker()),
         "non-persistent",
         "it-flow-stuck",
         Duration::from_secs(3),
@@ -487,12 +487,13 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
         .spawn(move || {
             runtime.block_on(async {
                 let registry = tool_service::Registry::collect().unwrap();
-                let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
+                let mut options =
+                    tool_service::pulsar::serve::ServeOptions::new(support::require_broker());
                 options.host.only = vec![
                     String::from("it-flow-where-service"),
                     String::from("it-flow-where-slow-service"),
                 ];
-                tool_service::serve::serve(&registry, &options, async {
+                tool_service::pulsar::serve::serve(&registry, &options, async {
                     let _ = stopped.await;
                 })
                 .await
@@ -501,7 +502,7 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
         })
         .unwrap();
     handle.block_on(async {
-        let options = tool_service::broker::BrokerOptions::new(support::require_broker());
+        let options = tool_service::pulsar::broker::BrokerOptions::new(support::require_broker());
         let fast = support::client_on(
             &options,
             "non-persistent",
@@ -586,7 +587,7 @@ async fn a_flood_of_large_requests_stays_within_the_byte_budget() {
     .unwrap();
     let mut receipts = Vec::with_capacity(REQUESTS);
     for n in 0..REQUESTS {
-        let mut message = tool_service::broker::pulsar::producer::Message {
+        let mut message = tool_service::pulsar::broker::pulsar::producer::Message {
             payload: payload.clone(),
             ..Default::default()
         };

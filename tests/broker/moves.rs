@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::json;
-use tool_service::broker::pulsar::{self, producer, TokioExecutor};
+use tool_service::pulsar::broker::pulsar::{self, producer, TokioExecutor};
 use tool_service::wire::Frame;
 
 use crate::support;
@@ -111,7 +111,7 @@ pub(super) async fn answers(
         consumer.ack(&message).await.unwrap();
         let frame = Frame::decode(&message.payload.data).expect("a response frame");
         assert_eq!(frame.error, None);
-        let id = tool_service::broker::message_id(&message)
+        let id = tool_service::pulsar::broker::message_id(&message)
             .expect("an id")
             .to_owned();
         *seen.entry(id).or_default() += 1;
@@ -121,7 +121,7 @@ pub(super) async fn answers(
         tokio::time::timeout(Duration::from_secs(2), consumer.next()).await
     {
         consumer.ack(&message).await.unwrap();
-        let id = tool_service::broker::message_id(&message)
+        let id = tool_service::pulsar::broker::message_id(&message)
             .expect("an id")
             .to_owned();
         *seen.entry(id).or_default() += 1;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{free_port, scrape, Replica};
-use tool_service::client::CallError;
+use tool_service::pulsar::client::CallError;
 
 /// Held by the tests that serve the echo example's `echo` service: on one
 /// Shared subscription, a request may go to another test's replica.

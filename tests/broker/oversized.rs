@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::{admin, RawTopic, Replica};
-use tool_service::client::CallError;
+use tool_service::pulsar::client::CallError;
 use tool_service::wire::{Frame, Request, DEFAULT_MAX_MESSAGE_SIZE};
 use tool_service::{tool_service, ToolError};
 
@@ -72,7 +72,7 @@ async fn oversized_results_are_answered_and_small_calls_keep_flowing() {
     });
 
     let blob = support::client_on(
-        &tool_service::broker::BrokerOptions::new(support::require_broker()),
+        &tool_service::pulsar::broker::BrokerOptions::new(support::require_broker()),
         "non-persistent",
         "blob",
         Duration::from_secs(20),
@@ -406,7 +406,7 @@ async fn a_consumer_the_client_cannot_recreate_is_replaced() {
     support::assert_admin("POST", &format!("{NAMESPACE}/autoTopicCreation"), CREATE);
     let serving = support::InProcess::start(&["it-resubscribe-service"]).await;
     let pulsar = support::connect().await;
-    let client = tool_service::client::ToolClient::connect(
+    let client = tool_service::pulsar::client::ToolClient::connect(
         &pulsar,
         "non-persistent://tg/it-resubscribe/request",
         "non-persistent://tg/it-resubscribe/response",

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tool_service::client::CallError;
+use tool_service::pulsar::client::CallError;
 
 /// The Python service, killed when dropped.
 struct PythonJokeService {

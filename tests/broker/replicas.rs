@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::Replica;
-use tool_service::client::ToolClient;
+use tool_service::pulsar::client::ToolClient;
 
 async fn client(topic: &str) -> ToolClient {
     support::client("non-persistent", topic).await
@@ -159,7 +159,7 @@ async fn a_hanging_handler_is_answered_timeout_and_frees_its_slot() {
     let hung = client.call(&json!({}), &json!({"ms": 600_000})).await;
     let elapsed = started.elapsed();
     match hung {
-        Err(tool_service::client::CallError::Tool(error)) => {
+        Err(tool_service::pulsar::client::CallError::Tool(error)) => {
             assert_eq!(error.kind(), "timeout", "{error:?}");
             assert_eq!(
                 error.message(),

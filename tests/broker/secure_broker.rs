@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::{PrivateBroker, Replica};
-use tool_service::broker::BrokerOptions;
+use tool_service::pulsar::broker::BrokerOptions;
 
 fn openssl(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Vec<u8> {
     let mut child = Command::new("openssl")

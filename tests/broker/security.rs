@@ -255,7 +255,7 @@ async fn hostile_echo(text: String) -> String {
 struct HostileProducer {
     framed: tokio_util::codec::Framed<
         tokio::net::TcpStream,
-        tool_service::broker::pulsar::message::Codec,
+        tool_service::pulsar::broker::pulsar::message::Codec,
     >,
     sequence: u64,
 }
@@ -263,13 +263,15 @@ struct HostileProducer {
 impl HostileProducer {
     async fn open(topic: &str) -> Self {
         use futures_util::{SinkExt, StreamExt};
-        use tool_service::broker::pulsar::message::Message;
-        use tool_service::broker::pulsar::proto::{self, base_command::Type};
+        use tool_service::pulsar::broker::pulsar::message::Message;
+        use tool_service::pulsar::broker::pulsar::proto::{self, base_command::Type};
         let url = support::require_broker();
         let address = url.trim_start_matches("pulsar://").trim_end_matches('/');
         let stream = tokio::net::TcpStream::connect(address).await.unwrap();
-        let mut framed =
-            tokio_util::codec::Framed::new(stream, tool_service::broker::pulsar::message::Codec);
+        let mut framed = tokio_util::codec::Framed::new(
+            stream,
+            tool_service::pulsar::broker::pulsar::message::Codec,
+        );
         let command = |command: proto::BaseCommand| Message {
             command,
             payload: None,
@@ -323,8 +325,8 @@ impl HostileProducer {
     /// returns the broker's answer (a receipt or an error).
     async fn send(&mut self, payload: &[u8], id: &str, batch: i32) -> String {
         use futures_util::{SinkExt, StreamExt};
-        use tool_service::broker::pulsar::message::Message;
-        use tool_service::broker::pulsar::proto::{self, base_command::Type};
+        use tool_service::pulsar::broker::pulsar::message::Message;
+        use tool_service::pulsar::broker::pulsar::proto::{self, base_command::Type};
         self.sequence += 1;
         let metadata = proto::MessageMetadata {
             producer_name: "hostile".into(),
@@ -350,7 +352,7 @@ impl HostileProducer {
                     }),
                     ..Default::default()
                 },
-                payload: Some(tool_service::broker::pulsar::Payload {
+                payload: Some(tool_service::pulsar::broker::pulsar::Payload {
                     metadata,
                     data: payload.to_vec(),
                 }),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::json;
-use tool_service::client::{CallError, ToolClient};
+use tool_service::pulsar::client::{CallError, ToolClient};
 use tool_service::wire::Frame;
 use tool_service::{tool_service, Chunks, Context, StreamClosed};
 
@@ -344,9 +344,9 @@ async fn a_stream_has_exactly_one_end_frame_on_the_wire_and_it_is_last() {
 async fn unknown_services_are_refused_before_connecting() {
     let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
-    let mut options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:9");
+    let mut options = tool_service::pulsar::serve::ServeOptions::new("pulsar://127.0.0.1:9");
     options.host.only = vec![String::from("no-such-service")];
-    let error = tool_service::serve::serve(&registry, &options, std::future::pending())
+    let error = tool_service::pulsar::serve::serve(&registry, &options, std::future::pending())
         .await
         .unwrap_err();
     assert!(
@@ -361,12 +361,12 @@ async fn unknown_services_are_refused_before_connecting() {
 async fn serve_returns_after_its_shutdown_future_completes() {
     let _suite = support::suite(module_path!());
     let registry = tool_service::Registry::collect().unwrap();
-    let mut options = tool_service::serve::ServeOptions::new(support::require_broker());
+    let mut options = tool_service::pulsar::serve::ServeOptions::new(support::require_broker());
     options.host.only = vec![String::from("it-echo-service")];
     let started = std::time::Instant::now();
     let reports = tokio::time::timeout(
         Duration::from_secs(20),
-        tool_service::serve::serve(
+        tool_service::pulsar::serve::serve(
             &registry,
             &options,
             tokio::time::sleep(Duration::from_secs(1)),

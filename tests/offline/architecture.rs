@@ -3,7 +3,8 @@
 //! each module using only modules of lower layers, and importing every item
 //! from the module that defines it, not from the crate root's re-exports.
 //! A module that reaches up (or sideways into a cycle) fails here, naming
-//! the file and the path. Test modules (`#[cfg(test)]`) are left out;
+//! the file and the path. The modules of a transport directory
+//! (`pulsar/`) are layered one by one, as `pulsar::broker` and so on. Test modules (`#[cfg(test)]`) are left out;
 //! everything else is read, macro bodies included.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,12 +14,11 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::{Item, Token, UseTree};
 
-/// The layers, lowest first. Every top-level module of the crate is in one.
+/// The layers, lowest first. Every top-level module of the crate is in one,
+/// and so is every module of a [`TRANSPORTS`] directory.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &[
-        "backoff", "duration", "error", "known", "log_text", "rate", "state",
-    ],
+    &["duration", "error", "log_text", "names", "rate", "state"],
     // OpenTelemetry: configuration, propagation and export (feature `otel`).
     &["otel"],
     // The request's parts and the frames of its answer.
@@ -37,18 +37,23 @@ const LAYERS: &[&[&str]] = &[
     // (selection, policy, admission, the drain).
     &["metrics"],
     &["host"],
-    // The broker side (feature `pulsar`).
-    &["pulsar_compat"],
-    &["broker"],
-    &["announce", "client"],
+    // The Pulsar side's leaves and the broker (feature `pulsar`).
+    &["pulsar::backoff", "pulsar::compat"],
+    &["pulsar::broker"],
+    &["pulsar::announce", "pulsar::client"],
     // The two transports over the host: MCP (feature `mcp`), then Pulsar
     // (feature `pulsar`), which also serves MCP beside it
-    // (`serve::serve_with_mcp`).
+    // (`pulsar::serve::serve_with_mcp`).
     &["mcp"],
-    &["serve"],
+    &["pulsar::serve"],
     // The command line (feature `cli`).
     &["cli"],
 ];
+
+/// Top-level modules that only group the modules of one transport: their
+/// `mod.rs` declares modules and nothing else, and each of those is
+/// layered on its own.
+const TRANSPORTS: &[&str] = &["pulsar"];
 
 fn source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-service/src")
@@ -168,6 +173,29 @@ fn crate_paths(tokens: TokenStream, out: &mut Vec<(String, bool)>) {
                     continue;
                 }
                 match tokens.get(at + 3) {
+                    Some(TokenTree::Ident(name))
+                        if TRANSPORTS.contains(&name.to_string().as_str()) =>
+                    {
+                        // `crate::pulsar::broker…`: the nested module.
+                        match tokens.get(at + 6) {
+                            Some(TokenTree::Ident(inner)) => {
+                                out.push((format!("{name}::{inner}"), false))
+                            }
+                            Some(TokenTree::Group(group))
+                                if group.delimiter() == Delimiter::Brace =>
+                            {
+                                let trees = syn::parse::Parser::parse2(
+                                    Punctuated::<UseTree, Token![,]>::parse_terminated,
+                                    group.stream(),
+                                )
+                                .expect("a `crate::pulsar::{…}` group is a use tree");
+                                for tree in trees {
+                                    out.push((format!("{name}::{}", first_segment(&tree)), false));
+                                }
+                            }
+                            _ => out.push((name.to_string(), false)),
+                        }
+                    }
                     Some(TokenTree::Ident(name)) => {
                         let bang = matches!(tokens.get(at + 4), Some(TokenTree::Punct(p)) if p.as_char() == '!');
                         out.push((name.to_string(), bang));
@@ -217,6 +245,31 @@ fn read_crate() -> Crate {
     let mut code = BTreeMap::new();
     for item in &lib.items {
         match item {
+            Item::Mod(module)
+                if !test_only(&module.attrs)
+                    && TRANSPORTS.contains(&module.ident.to_string().as_str()) =>
+            {
+                let name = module.ident.to_string();
+                let file = module_file(&source_dir(), &name, &module.attrs, &lib_path);
+                let dir = child_dir(&file);
+                for item in parse(&file).items {
+                    let Item::Mod(inner) = &item else {
+                        panic!(
+                            "{} declares more than modules: {}",
+                            file.display(),
+                            quote::ToTokens::into_token_stream(&item)
+                        );
+                    };
+                    if test_only(&inner.attrs) {
+                        continue;
+                    }
+                    let nested = format!("{name}::{}", inner.ident);
+                    let mut files = Vec::new();
+                    module_code(std::slice::from_ref(&item), &file, &dir, &mut files);
+                    modules.insert(nested.clone());
+                    code.insert(nested, files);
+                }
+            }
             Item::Mod(module) if !test_only(&module.attrs) => {
                 let name = module.ident.to_string();
                 let mut files = Vec::new();
@@ -315,12 +368,17 @@ fn modules_use_only_lower_layers_and_import_from_the_defining_module() {
     // The check sees what it should: the request path uses the leaves, in
     // macro bodies and in nested modules too.
     assert!(uses["dispatch"].contains("wire"), "{uses:?}");
-    assert!(uses["serve"].contains("registry"), "{uses:?}");
-    assert!(uses["serve"].contains("backoff"), "{uses:?}");
-    assert!(krate.code["serve"]
+    assert!(uses["pulsar::serve"].contains("registry"), "{uses:?}");
+    assert!(
+        uses["pulsar::serve"].contains("pulsar::backoff"),
+        "{uses:?}"
+    );
+    assert!(uses["pulsar::serve"].contains("mcp"), "{uses:?}");
+    assert!(uses["cli"].contains("pulsar::serve"), "{uses:?}");
+    assert!(krate.code["pulsar::serve"]
         .iter()
-        .any(|(path, _)| path.ends_with("serve/worker.rs")));
-    assert!(!krate.code["serve"]
+        .any(|(path, _)| path.ends_with("pulsar/serve/worker.rs")));
+    assert!(!krate.code["pulsar::serve"]
         .iter()
         .any(|(path, _)| path.ends_with("worker/tests.rs")));
 }

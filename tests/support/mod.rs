@@ -10,13 +10,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tool_service::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
-use tool_service::serve::{ServeOptions, Serving};
+use tool_service::pulsar::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
+use tool_service::pulsar::serve::{ServeOptions, Serving};
 use tool_service::wire::Frame;
 use tool_service::Registry;
 
 /// The broker URL: `PULSAR_URL`, else the local standalone broker.
-pub fn broker_url() -> String {
+pub(crate) fn broker_url() -> String {
     std::env::var("PULSAR_URL").unwrap_or_else(|_| String::from("pulsar://127.0.0.1:6650"))
 }
 
@@ -37,7 +37,7 @@ fn answers(url: &str) -> bool {
 /// standalone broker (`scripts/pulsar.sh start`, which fetches it from Maven
 /// Central the first time) and leaves it running for the next test binary,
 /// as a test database is left for the next run.
-pub fn require_broker() -> String {
+pub(crate) fn require_broker() -> String {
     static STARTED: std::sync::Mutex<Option<Result<String, String>>> = std::sync::Mutex::new(None);
     let url = broker_url();
     if answers(&url) {
@@ -81,8 +81,8 @@ pub fn require_broker() -> String {
     }
 }
 
-pub async fn connect() -> Pulsar<TokioExecutor> {
-    tool_service::broker::BrokerOptions::new(require_broker())
+pub(crate) async fn connect() -> Pulsar<TokioExecutor> {
+    tool_service::pulsar::broker::BrokerOptions::new(require_broker())
         .connect()
         .await
         .expect("connect to the broker")
@@ -90,21 +90,24 @@ pub async fn connect() -> Pulsar<TokioExecutor> {
 
 /// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
 /// test broker, with a 30 s timeout.
-pub async fn client(persistence: &str, topic: &str) -> tool_service::client::ToolClient {
-    let options = tool_service::broker::BrokerOptions::new(require_broker());
+pub(crate) async fn client(
+    persistence: &str,
+    topic: &str,
+) -> tool_service::pulsar::client::ToolClient {
+    let options = tool_service::pulsar::broker::BrokerOptions::new(require_broker());
     client_on(&options, persistence, topic, Duration::from_secs(30)).await
 }
 
 /// A `ToolClient` of `{persistence}://tg/{request,response}/{topic}` on the
 /// broker `options` describe, with the given timeout.
-pub async fn client_on(
-    options: &tool_service::broker::BrokerOptions,
+pub(crate) async fn client_on(
+    options: &tool_service::pulsar::broker::BrokerOptions,
     persistence: &str,
     topic: &str,
     timeout: Duration,
-) -> tool_service::client::ToolClient {
+) -> tool_service::pulsar::client::ToolClient {
     let pulsar = options.connect().await.expect("connect to the broker");
-    tool_service::client::ToolClient::connect(
+    tool_service::pulsar::client::ToolClient::connect(
         &pulsar,
         &format!("{persistence}://tg/request/{topic}"),
         &format!("{persistence}://tg/response/{topic}"),
@@ -115,23 +118,26 @@ pub async fn client_on(
 }
 
 /// Services of this test binary served in-process; stops when dropped.
-pub struct InProcess {
+pub(crate) struct InProcess {
     /// The metrics of the services served.
     pub metrics: std::sync::Arc<tool_service::metrics::Metrics>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<
         tokio::task::JoinHandle<
-            std::collections::HashMap<&'static str, tool_service::serve::ServiceReport>,
+            std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport>,
         >,
     >,
 }
 
 impl InProcess {
-    pub async fn start(only: &[&str]) -> Self {
+    pub(crate) async fn start(only: &[&str]) -> Self {
         Self::start_with(only, |_| {}).await
     }
 
-    pub async fn start_with(only: &[&str], configure: impl FnOnce(&mut ServeOptions)) -> Self {
+    pub(crate) async fn start_with(
+        only: &[&str],
+        configure: impl FnOnce(&mut ServeOptions),
+    ) -> Self {
         let registry = Registry::collect().expect("a valid registry");
         let mut options = ServeOptions::new(require_broker());
         options.host.only = only.iter().map(|id| (*id).to_owned()).collect();
@@ -151,9 +157,9 @@ impl InProcess {
         }
     }
 
-    pub async fn stop(
+    pub(crate) async fn stop(
         mut self,
-    ) -> std::collections::HashMap<&'static str, tool_service::serve::ServiceReport> {
+    ) -> std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport> {
         let _ = self.stop.take().unwrap().send(());
         self.task.take().unwrap().await.unwrap()
     }
@@ -170,7 +176,7 @@ impl Drop for InProcess {
 /// The Python peer's interpreter (TrustGraph's packages installed):
 /// `TOOL_SERVICE_PEER_PYTHON`, else the one `scripts/python-peer.sh`
 /// prints, which creates its virtual environment the first time.
-pub fn peer_python() -> String {
+pub(crate) fn peer_python() -> String {
     static PYTHON: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
     if let Ok(python) = std::env::var("TOOL_SERVICE_PEER_PYTHON") {
         return python;
@@ -200,7 +206,7 @@ pub fn peer_python() -> String {
 /// An example binary, built by `cargo test` next to this test's binary
 /// (with no target filter: `cargo test --test broker` alone builds none and
 /// runs the ones an earlier build left).
-pub fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe
         .parent()
@@ -217,7 +223,7 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 /// The lines a child writes to its standard error (piped), as they come.
-pub fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
+pub(crate) fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
     let stderr = child.stderr.take().expect("standard error piped");
     let (lines, log) = mpsc::channel();
     std::thread::spawn(move || {
@@ -231,7 +237,7 @@ pub fn log_lines(child: &mut Child) -> mpsc::Receiver<String> {
 }
 
 /// An example binary running `serve`; killed when dropped.
-pub struct Replica {
+pub(crate) struct Replica {
     pub child: Child,
     pub log: mpsc::Receiver<String>,
     /// Every line read so far (by `wait_for_log`), so that `finish` can
@@ -242,25 +248,30 @@ pub struct Replica {
 impl Replica {
     /// Starts `example serve ARGS…` on the test broker and waits until it
     /// says it is ready.
-    pub fn start(name: &str, args: &[&str]) -> Self {
+    pub(crate) fn start(name: &str, args: &[&str]) -> Self {
         Self::start_at(&require_broker(), name, args)
     }
 
     /// Starts `example serve ARGS…` on the broker at `url` and waits until
     /// it says it is ready.
-    pub fn start_at(url: &str, name: &str, args: &[&str]) -> Self {
+    pub(crate) fn start_at(url: &str, name: &str, args: &[&str]) -> Self {
         let replica = Self::spawn_at(url, name, args);
         replica.wait_for_log(" ready", Duration::from_secs(60));
         replica
     }
 
     /// Starts `example serve ARGS…` on the broker at `url`, without waiting.
-    pub fn spawn_at(url: &str, name: &str, args: &[&str]) -> Self {
+    pub(crate) fn spawn_at(url: &str, name: &str, args: &[&str]) -> Self {
         Self::spawn_with_env(url, name, args, &[])
     }
 
     /// [`Self::spawn_at`] with extra environment variables.
-    pub fn spawn_with_env(url: &str, name: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) fn spawn_with_env(
+        url: &str,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut command = Command::new(example(name));
         command
             // The test's own RUST_LOG would take the place of --log-level.
@@ -277,7 +288,7 @@ impl Replica {
 
     /// Starts a prepared command (an example's `serve` run some other way,
     /// e.g. in a network namespace), without waiting.
-    pub fn spawn_command(mut command: Command) -> Self {
+    pub(crate) fn spawn_command(mut command: Command) -> Self {
         let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -292,7 +303,7 @@ impl Replica {
     }
 
     /// Waits for a log line containing `needle`; returns the lines seen.
-    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> Vec<String> {
+    pub(crate) fn wait_for_log(&self, needle: &str, timeout: Duration) -> Vec<String> {
         let deadline = std::time::Instant::now() + timeout;
         let mut seen = Vec::new();
         loop {
@@ -315,13 +326,13 @@ impl Replica {
     }
 
     /// The log lines read so far (by `start` and `wait_for_log`).
-    pub fn lines_so_far(&self) -> Vec<String> {
+    pub(crate) fn lines_so_far(&self) -> Vec<String> {
         self.read.lock().unwrap().clone()
     }
 
     /// Sends SIGTERM, waits for the exit and returns every log line of the
     /// replica's life, start-up included.
-    pub fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {
+    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {
         self.signal("TERM");
         let status = self.child.wait().expect("wait for the replica");
         let mut lines = std::mem::take(&mut *self.read.lock().unwrap());
@@ -331,18 +342,18 @@ impl Replica {
 
     /// Waits for a replica that exits by itself; returns every log line of
     /// its life.
-    pub fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
+    pub(crate) fn wait_exit(mut self) -> (std::process::ExitStatus, Vec<String>) {
         let status = self.child.wait().expect("wait for the replica");
         let mut lines = std::mem::take(&mut *self.read.lock().unwrap());
         lines.extend(self.log.iter());
         (status, lines)
     }
 
-    pub fn is_running(&mut self) -> bool {
+    pub(crate) fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    pub fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status()
@@ -362,7 +373,7 @@ impl Drop for Replica {
 /// bookie) and with data in a directory of this process's own, so that
 /// concurrent runs do not collide (via `scripts/pulsar.sh`); stopped when
 /// dropped.
-pub struct PrivateBroker {
+pub(crate) struct PrivateBroker {
     env: Vec<(String, String)>,
     /// The broker's service port.
     pub port: u16,
@@ -371,7 +382,7 @@ pub struct PrivateBroker {
 impl PrivateBroker {
     /// Starts a fresh broker, with extra `scripts/pulsar.sh` environment
     /// such as `PULSAR_EXTRA_CONF`.
-    pub fn start(extra: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(extra: &[(&str, &str)]) -> Self {
         let port = free_port();
         let mut env: Vec<(String, String)> = vec![
             ("PULSAR_PORT".into(), port.to_string()),
@@ -400,12 +411,12 @@ impl PrivateBroker {
     }
 
     /// The broker's `pulsar://` URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("pulsar://127.0.0.1:{}", self.port)
     }
 
     /// Runs `scripts/pulsar.sh ACTION` for this broker.
-    pub fn run(&self, action: &str) {
+    pub(crate) fn run(&self, action: &str) {
         self.run_with(action, &[]);
     }
 
@@ -435,7 +446,7 @@ impl Drop for PrivateBroker {
 }
 
 /// A TCP port nobody listens on right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("0.0.0.0:0")
         .and_then(|listener| listener.local_addr())
         .expect("pick a free port")
@@ -443,7 +454,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A request to the broker's admin API: the status line and the body.
-pub fn admin(method: &str, path: &str, body: &str) -> (String, String) {
+pub(crate) fn admin(method: &str, path: &str, body: &str) -> (String, String) {
     use std::io::{Read, Write};
     let port = std::env::var("PULSAR_HTTP_PORT").unwrap_or_else(|_| String::from("8080"));
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap()))
@@ -468,7 +479,7 @@ pub fn admin(method: &str, path: &str, body: &str) -> (String, String) {
 /// An admin request that must succeed (or find its object there already).
 /// A server error is retried for a while: a broker that has just started,
 /// or is still closing what a forced delete fenced, answers 500 at times.
-pub fn assert_admin(method: &str, path: &str, body: &str) {
+pub(crate) fn assert_admin(method: &str, path: &str, body: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         let (status, answer) = admin(method, path, body);
@@ -489,7 +500,7 @@ pub fn assert_admin(method: &str, path: &str, body: &str) {
 /// How many messages the broker has delivered to `subscription` of `topic`
 /// (`non-persistent://…` or `persistent://…`): 0 while the topic or the
 /// subscription does not exist yet.
-pub fn delivered(topic: &str, subscription: &str) -> u64 {
+pub(crate) fn delivered(topic: &str, subscription: &str) -> u64 {
     let path = format!("/admin/v2/{}/stats", topic.replacen("://", "/", 1));
     let (status, body) = admin("GET", &path, "");
     if !status.contains(" 200") {
@@ -503,7 +514,7 @@ pub fn delivered(topic: &str, subscription: &str) -> u64 {
 
 /// Polls `ready` every 20 ms until it holds; panics with `what` after
 /// `timeout`.
-pub async fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
+pub(crate) async fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + timeout;
     while !ready() {
         assert!(
@@ -515,12 +526,12 @@ pub async fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -
 }
 
 /// `GET /metrics` on the local `port`: the status line and the body.
-pub fn scrape(port: u16) -> (String, String) {
+pub(crate) fn scrape(port: u16) -> (String, String) {
     get(port, "/metrics")
 }
 
 /// `GET path` on the local `port`: the status line and the body.
-pub fn get(port: u16, path: &str) -> (String, String) {
+pub(crate) fn get(port: u16, path: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics port");
     stream
@@ -537,7 +548,7 @@ pub fn get(port: u16, path: &str) -> (String, String) {
 
 /// Raw access to a service's topic pair: publish any payload, with or without
 /// an `id`, and read every response frame.
-pub struct RawTopic {
+pub(crate) struct RawTopic {
     pub producer: Producer<TokioExecutor>,
     pub consumer: Consumer<Vec<u8>, TokioExecutor>,
 }
@@ -545,9 +556,9 @@ pub struct RawTopic {
 impl RawTopic {
     /// `persistence` is `non-persistent` or `persistent`; topics are
     /// `{persistence}://tg/request/{topic}` and `…/response/{topic}`.
-    pub async fn open(persistence: &str, topic: &str) -> Self {
+    pub(crate) async fn open(persistence: &str, topic: &str) -> Self {
         let pulsar = connect().await;
-        let consumer = tool_service::broker::subscribe_own(
+        let consumer = tool_service::pulsar::broker::subscribe_own(
             &pulsar,
             &format!("{persistence}://tg/response/{topic}"),
         )
@@ -562,7 +573,7 @@ impl RawTopic {
         Self { producer, consumer }
     }
 
-    pub async fn send(&mut self, payload: &[u8], id: Option<&str>) {
+    pub(crate) async fn send(&mut self, payload: &[u8], id: Option<&str>) {
         let mut message = producer::Message {
             payload: payload.to_vec(),
             ..producer::Message::default()
@@ -579,14 +590,14 @@ impl RawTopic {
     }
 
     /// The next response frame and its `id` property.
-    pub async fn receive(&mut self) -> (Option<String>, Frame) {
+    pub(crate) async fn receive(&mut self) -> (Option<String>, Frame) {
         let message = tokio::time::timeout(Duration::from_secs(30), self.consumer.next())
             .await
             .expect("a response within 30 s")
             .unwrap()
             .unwrap();
         self.consumer.ack(&message).await.unwrap();
-        let id = tool_service::broker::message_id(&message).map(str::to_owned);
+        let id = tool_service::pulsar::broker::message_id(&message).map(str::to_owned);
         (
             id,
             Frame::decode(&message.payload.data).expect("a response frame"),
@@ -595,7 +606,7 @@ impl RawTopic {
 
     /// Reads for a while: no frame may arrive (after a response's last
     /// frame, none may follow).
-    pub async fn assert_quiet(&mut self, after: &str) {
+    pub(crate) async fn assert_quiet(&mut self, after: &str) {
         let next = tokio::time::timeout(Duration::from_secs(1), self.consumer.next()).await;
         if let Ok(Some(Ok(message))) = next {
             let data = &message.payload.data;
@@ -608,7 +619,11 @@ impl RawTopic {
 
     /// Sends `payload` and returns the id answered and every frame up to
     /// the last one.
-    pub async fn exchange(&mut self, payload: &[u8], id: Option<&str>) -> (String, Vec<Frame>) {
+    pub(crate) async fn exchange(
+        &mut self,
+        payload: &[u8],
+        id: Option<&str>,
+    ) -> (String, Vec<Frame>) {
         self.send(payload, id).await;
         let mut frames = Vec::new();
         loop {
@@ -629,7 +644,7 @@ static SUITE_FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 /// A test's turn in its suite: held while the test runs, released when
 /// dropped (a panic included).
-pub struct SuiteTurn {
+pub(crate) struct SuiteTurn {
     suite: &'static str,
 }
 
@@ -641,7 +656,7 @@ pub struct SuiteTurn {
 /// Every test of `tests/broker/` starts with
 /// `let _suite = support::suite(module_path!());`
 /// (`tests/offline/architecture.rs` checks it).
-pub fn suite(suite: &'static str) -> SuiteTurn {
+pub(crate) fn suite(suite: &'static str) -> SuiteTurn {
     let mut holder = SUITE.lock().unwrap_or_else(|poison| poison.into_inner());
     while holder.1 > 0 && holder.0 != suite {
         holder = SUITE_FREED

@@ -11,7 +11,7 @@ use crate::ctxt::Errors;
 use crate::model::{self, Output, Service, Side, Slot, StateParam, ARG_ATTR, ROLE_ATTRS};
 
 /// Expands `#[tool_service(attr)] item`.
-pub fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(_) => {

@@ -31,7 +31,7 @@ fn is_bare(name: &str) -> bool {
 pub(crate) mod tests {
     use super::written;
 
-    /// Names and how a key is written for them. The runtime's `known::key`
+    /// Names and how a key is written for them. The runtime's `names::key`
     /// is tested against this table; keep the two alike.
     pub(crate) const KEY_CASES: &[(&str, &str)] = &[
         ("style", "style"),

@@ -12,7 +12,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Type};
 
-use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr};
+use crate::attr::{ArgumentEntry, ConfigEntry, ServiceAttr, ToolAttr};
 use crate::bounds::{self, ArgBounds};
 use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::doc::{Doc, DocArgument};
@@ -755,111 +755,24 @@ fn build_tools(
     params: &Params,
     errors: &mut Errors,
 ) -> Vec<Tool> {
-    let has_whole_args = params.arguments.whole.is_some();
-    let plain_arguments = params.arguments.names();
     let summary = doc.summary();
     let default_name = kebab_case(&function.sig.ident);
     if attr.tools.is_empty() {
-        if summary.is_none() {
-            errors.spanned(
-                &function.sig.ident,
-                "the tool needs a description for the LLM: add a `///` doc comment to the function, or `tool(description = \"…\")`",
-            );
-        }
-        let tool = Tool {
-            name: default_name,
-            description: summary.unwrap_or_default(),
-            config: Vec::new(),
-            arguments: Vec::new(),
-            group: Vec::new(),
-            state: None,
-            applicable_states: Vec::new(),
-        };
+        let tool = default_tool(function, default_name, summary, errors);
         check_preset(&tool, attr_span(), &params.config, errors);
         return vec![tool];
     }
     let mut names = BTreeSet::new();
     let mut tools = Vec::new();
     for preset in &attr.tools {
-        let name = match &preset.name {
-            Some(lit) => {
-                let name = lit.value();
-                if name.is_empty()
-                    || !name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-                {
-                    errors.spanned(
-                        lit,
-                        "tool names use letters, digits, `-` and `_`, e.g. `tell-joke`",
-                    );
-                }
-                if !names.insert(name.clone()) {
-                    errors.spanned(lit, format_args!("duplicate tool name `{name}`"));
-                }
-                name
-            }
-            None if attr.tools.len() == 1 => default_name.clone(),
-            None => {
-                errors.at(
-                    preset.span,
-                    "with several tools, give each a `name = \"…\"`",
-                );
-                continue;
-            }
+        let Some(name) = tool_name(preset, attr.tools.len(), &default_name, &mut names, errors)
+        else {
+            continue;
         };
-        let description = match (&preset.description, &summary) {
-            (Some(lit), _) if lit.value().trim().is_empty() => {
-                errors.spanned(lit, "the tool description must not be empty");
-                String::new()
-            }
-            (Some(lit), _) => lit.value(),
-            (None, Some(summary)) => summary.clone(),
-            (None, None) => {
-                errors.at(
-                    preset.span,
-                    "the tool needs a description for the LLM: add `description = \"…\"` or a `///` doc comment to the function",
-                );
-                String::new()
-            }
-        };
-        let mut keys = BTreeSet::new();
-        for entry in &preset.config {
-            if !keys.insert(entry.key.clone()) {
-                errors.at(
-                    entry.key_span,
-                    format_args!("config param `{}` is set twice in this tool", entry.key),
-                );
-            }
-        }
-        let mut argument_names = BTreeSet::new();
-        for entry in &preset.arguments {
-            if !argument_names.insert(entry.name.clone()) {
-                errors.at(
-                    entry.span,
-                    format_args!("argument `{}` is described twice in this tool", entry.name),
-                );
-            } else if entry.description.value().trim().is_empty() {
-                errors.spanned(
-                    &entry.description,
-                    "an argument description must not be empty",
-                );
-            }
-        }
-        if !has_whole_args {
-            for entry in &preset.arguments {
-                if !plain_arguments.contains(&entry.name) {
-                    errors.at(
-                        entry.span,
-                        format_args!(
-                            "`{}` is not an argument of this service; expected one of {}{}",
-                            entry.name,
-                            argument_list(&plain_arguments),
-                            did_you_mean(&entry.name, &plain_arguments)
-                        ),
-                    );
-                }
-            }
+        let description = tool_description(preset, summary.as_ref(), errors);
+        check_entries_once(preset, errors);
+        if params.arguments.whole.is_none() {
+            check_described_arguments(preset, &params.arguments.names(), errors);
         }
         let tool = Tool {
             name,
@@ -874,6 +787,137 @@ fn build_tools(
         tools.push(tool);
     }
     tools
+}
+
+/// The one tool of an attribute without `tool(…)`: named after the
+/// function, described by its doc comment's summary.
+fn default_tool(
+    function: &ItemFn,
+    name: String,
+    summary: Option<String>,
+    errors: &mut Errors,
+) -> Tool {
+    if summary.is_none() {
+        errors.spanned(
+            &function.sig.ident,
+            "the tool needs a description for the LLM: add a `///` doc comment to the function, or `tool(description = \"…\")`",
+        );
+    }
+    Tool {
+        name,
+        description: summary.unwrap_or_default(),
+        config: Vec::new(),
+        arguments: Vec::new(),
+        group: Vec::new(),
+        state: None,
+        applicable_states: Vec::new(),
+    }
+}
+
+/// A `tool(…)`'s name: its `name`, valid and not taken by another (`names`),
+/// else the function's when it is the only tool; `None` (and an error) for
+/// one of several tools without a name.
+fn tool_name(
+    preset: &ToolAttr,
+    presets: usize,
+    default_name: &str,
+    names: &mut BTreeSet<String>,
+    errors: &mut Errors,
+) -> Option<String> {
+    match &preset.name {
+        Some(lit) => {
+            let name = lit.value();
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            {
+                errors.spanned(
+                    lit,
+                    "tool names use letters, digits, `-` and `_`, e.g. `tell-joke`",
+                );
+            }
+            if !names.insert(name.clone()) {
+                errors.spanned(lit, format_args!("duplicate tool name `{name}`"));
+            }
+            Some(name)
+        }
+        None if presets == 1 => Some(default_name.to_owned()),
+        None => {
+            errors.at(
+                preset.span,
+                "with several tools, give each a `name = \"…\"`",
+            );
+            None
+        }
+    }
+}
+
+/// A `tool(…)`'s description: its own, not empty, else the doc comment's
+/// summary.
+fn tool_description(preset: &ToolAttr, summary: Option<&String>, errors: &mut Errors) -> String {
+    match (&preset.description, summary) {
+        (Some(lit), _) if lit.value().trim().is_empty() => {
+            errors.spanned(lit, "the tool description must not be empty");
+            String::new()
+        }
+        (Some(lit), _) => lit.value(),
+        (None, Some(summary)) => summary.clone(),
+        (None, None) => {
+            errors.at(
+                preset.span,
+                "the tool needs a description for the LLM: add `description = \"…\"` or a `///` doc comment to the function",
+            );
+            String::new()
+        }
+    }
+}
+
+/// Each config param set once in a `tool(…)`, each argument described
+/// once and not with empty text.
+fn check_entries_once(preset: &ToolAttr, errors: &mut Errors) {
+    let mut keys = BTreeSet::new();
+    for entry in &preset.config {
+        if !keys.insert(entry.key.clone()) {
+            errors.at(
+                entry.key_span,
+                format_args!("config param `{}` is set twice in this tool", entry.key),
+            );
+        }
+    }
+    let mut argument_names = BTreeSet::new();
+    for entry in &preset.arguments {
+        if !argument_names.insert(entry.name.clone()) {
+            errors.at(
+                entry.span,
+                format_args!("argument `{}` is described twice in this tool", entry.name),
+            );
+        } else if entry.description.value().trim().is_empty() {
+            errors.spanned(
+                &entry.description,
+                "an argument description must not be empty",
+            );
+        }
+    }
+}
+
+/// Every argument a `tool(…)` describes is one of the function's plain
+/// arguments (checked only without an `#[args]` struct, whose fields are
+/// known at run time).
+fn check_described_arguments(preset: &ToolAttr, plain_arguments: &[String], errors: &mut Errors) {
+    for entry in &preset.arguments {
+        if !plain_arguments.contains(&entry.name) {
+            errors.at(
+                entry.span,
+                format_args!(
+                    "`{}` is not an argument of this service; expected one of {}{}",
+                    entry.name,
+                    argument_list(plain_arguments),
+                    did_you_mean(&entry.name, plain_arguments)
+                ),
+            );
+        }
+    }
 }
 
 /// The texts of a list of string literals (none: empty).

@@ -97,6 +97,7 @@ where
 /// The rules a service's arguments are decoded under: compiled from its
 /// argument schema on the first request, then shared by every request. One
 /// `static` per service, in its handler.
+#[derive(Debug)]
 pub struct ArgumentRules {
     rules: std::sync::OnceLock<Rules>,
     tolerant: bool,
@@ -406,16 +407,29 @@ pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
 pub fn assert_error_display<T, E: std::fmt::Display>(_: &Result<T, E>) {}
 
 /// The config type of a service that takes no config.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(crate = "::serde")]
 #[schemars(crate = "::schemars")]
 pub struct NoConfig {}
 
 /// The argument type of a service that takes no arguments.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(crate = "::serde")]
 #[schemars(crate = "::schemars")]
 pub struct NoArguments {}
+
+/// The markers of this module print their name only: they hold no value.
+macro_rules! debug_by_name {
+    ($($name:ident<$($param:ident),+>),+ $(,)?) => {$(
+        impl<$($param),+> std::fmt::Debug for $name<$($param),+> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
+    )+};
+}
+
+debug_by_name!(Types<C, A>, TypeProbe<T>, Missing<T>, OutputProbe<T>);
 
 #[cfg(test)]
 // The borrows choose the probing level; they are not needless.

@@ -8,7 +8,7 @@ use crate::schema::{prose, Model};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::spec::Service;
+use crate::spec::{Service, ServiceSpec, ToolSpec};
 
 /// The fields of a `tool` item; a config param may not use these names.
 const TOOL_FIELDS: [&str; 8] = [
@@ -291,7 +291,7 @@ pub enum DescriptorError {
         what: &'static str,
     },
     /// An argument has no description.
-    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({} = \"…\")` to the tool", crate::known::key(.argument))]
+    #[error("tool `{tool}`: argument `{argument}` has no description; add a doc comment to its field or `arguments({} = \"…\")` to the tool", crate::names::key(.argument))]
     UndocumentedArgument {
         /// The tool name.
         tool: String,
@@ -335,7 +335,7 @@ pub enum DescriptorError {
         known: String,
     },
     /// A preset leaves out a required param.
-    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({} = …)` to the tool", crate::known::key(.param))]
+    #[error("tool `{tool}`: required config param `{param}` of service `{service}` is not set; add `config({} = …)` to the tool", crate::names::key(.param))]
     MissingConfigParam {
         /// The tool name.
         tool: String,
@@ -363,7 +363,36 @@ pub(crate) fn describe(
     let spec = service.spec();
     let id = service.id().to_owned();
     let mut errors = Vec::new();
+    let config_params = config_params(spec, &id, &mut errors);
+    let (arguments, told) = arguments(spec, &id, &mut errors);
+    let tools = spec
+        .tools
+        .iter()
+        .map(|tool| {
+            let config = preset_config(spec, tool, &id, &config_params, &mut errors);
+            let arguments = tool_arguments(tool, &id, &arguments, &told, &mut errors);
+            tool_descriptor(tool, &id, config, arguments)
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let descriptor = ToolServiceDescriptor {
+        id,
+        request_queue: QueueNames::TrustGraph.write(&service.request_queue()),
+        response_queue: QueueNames::TrustGraph.write(&service.response_queue()),
+        config_params,
+    };
+    Ok((descriptor, tools))
+}
 
+/// The service's config params, the fields of its config type; a config
+/// that is not an object or a param named like a `tool` field is an error.
+fn config_params(
+    spec: &ServiceSpec,
+    id: &str,
+    errors: &mut Vec<DescriptorError>,
+) -> Vec<ConfigParam> {
     let config_schema = (spec.config_schema)();
     let config_model = Model::of(config_schema.as_value());
     let config_params = match config_model.root_fields() {
@@ -376,7 +405,7 @@ pub(crate) fn describe(
             .collect(),
         None => {
             errors.push(DescriptorError::NotAnObject {
-                service: id.clone(),
+                service: id.to_owned(),
                 what: "config",
             });
             Vec::new()
@@ -385,15 +414,24 @@ pub(crate) fn describe(
     for param in &config_params {
         if TOOL_FIELDS.contains(&param.name.as_str()) {
             errors.push(DescriptorError::ReservedConfigParam {
-                service: id.clone(),
+                service: id.to_owned(),
                 param: param.name.clone(),
             });
         }
     }
+    config_params
+}
 
+/// The service's arguments, the fields of its arguments type, with their
+/// documented descriptions; and for each, what its schema says beyond its
+/// type word (added to its description once the description itself is
+/// checked, in [`tool_arguments`]).
+fn arguments(
+    spec: &ServiceSpec,
+    id: &str,
+    errors: &mut Vec<DescriptorError>,
+) -> (Vec<Argument>, BTreeMap<String, String>) {
     let arguments_schema = (spec.arguments_schema)();
-    // Each argument, and what its schema says beyond its type word (added to
-    // its description once the description itself is checked).
     let mut told = BTreeMap::new();
     let model = Model::of(arguments_schema.as_value());
     let arguments = match model.root_fields() {
@@ -410,105 +448,124 @@ pub(crate) fn describe(
             .collect(),
         None => {
             errors.push(DescriptorError::NotAnObject {
-                service: id.clone(),
+                service: id.to_owned(),
                 what: "arguments",
             });
             Vec::new()
         }
     };
+    (arguments, told)
+}
 
+/// The config a tool presets, checked against the service's params: no
+/// unknown param, every required one, and (when those hold) values the
+/// config type decodes.
+fn preset_config(
+    spec: &ServiceSpec,
+    tool: &ToolSpec,
+    id: &str,
+    config_params: &[ConfigParam],
+    errors: &mut Vec<DescriptorError>,
+) -> Map<String, Value> {
     let known: BTreeSet<&str> = config_params
         .iter()
         .map(|param| param.name.as_str())
         .collect();
-    let mut tools = Vec::new();
-    for tool in spec.tools {
-        let config: Map<String, Value> = tool
-            .config
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), value.to_json()))
-            .collect();
-        let before = errors.len();
-        for name in config.keys() {
-            if !known.contains(name.as_str()) {
-                errors.push(DescriptorError::UnknownConfigParam {
-                    tool: tool.name.to_owned(),
-                    service: id.clone(),
-                    param: name.clone(),
-                    known: crate::known::list(&known),
-                });
-            }
+    let config: Map<String, Value> = tool
+        .config
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), value.to_json()))
+        .collect();
+    let before = errors.len();
+    for name in config.keys() {
+        if !known.contains(name.as_str()) {
+            errors.push(DescriptorError::UnknownConfigParam {
+                tool: tool.name.to_owned(),
+                service: id.to_owned(),
+                param: name.clone(),
+                known: crate::names::list(&known),
+            });
         }
-        for param in config_params.iter().filter(|param| param.required) {
-            if !config.contains_key(&param.name) {
-                errors.push(DescriptorError::MissingConfigParam {
-                    tool: tool.name.to_owned(),
-                    service: id.clone(),
-                    param: param.name.clone(),
-                });
-            }
-        }
-        if errors.len() == before {
-            let text = Value::Object(config.clone()).to_string();
-            if let Err(error) = (spec.check_config)(&text) {
-                errors.push(DescriptorError::InvalidConfigValue {
-                    tool: tool.name.to_owned(),
-                    service: id.clone(),
-                    message: error.message().to_owned(),
-                });
-            }
-        }
-        let mut tool_arguments = arguments.clone();
-        for (name, description) in tool.arguments {
-            match tool_arguments
-                .iter_mut()
-                .find(|argument| argument.name == *name)
-            {
-                Some(argument) => argument.description = (*description).to_owned(),
-                None => errors.push(DescriptorError::UnknownArgument {
-                    tool: tool.name.to_owned(),
-                    service: id.clone(),
-                    argument: (*name).to_owned(),
-                    known: crate::known::list(
-                        arguments.iter().map(|argument| argument.name.as_str()),
-                    ),
-                }),
-            }
-        }
-        for argument in &mut tool_arguments {
-            if argument.description.trim().is_empty() {
-                errors.push(DescriptorError::UndocumentedArgument {
-                    tool: tool.name.to_owned(),
-                    argument: argument.name.clone(),
-                });
-            }
-            if let Some(extra) = told.get(&argument.name) {
-                argument.description = prose::join(&argument.description, extra);
-            }
-        }
-        tools.push(ToolDescriptor {
-            kind: String::from("tool-service"),
-            name: tool.name.to_owned(),
-            description: tool.description.to_owned(),
-            service: id.clone(),
-            config,
-            group: listed(tool.group),
-            state: tool.state.map(str::to_owned),
-            applicable_states: listed(tool.applicable_states),
-            arguments: tool_arguments,
-        });
     }
+    for param in config_params.iter().filter(|param| param.required) {
+        if !config.contains_key(&param.name) {
+            errors.push(DescriptorError::MissingConfigParam {
+                tool: tool.name.to_owned(),
+                service: id.to_owned(),
+                param: param.name.clone(),
+            });
+        }
+    }
+    if errors.len() == before {
+        let text = Value::Object(config.clone()).to_string();
+        if let Err(error) = (spec.check_config)(&text) {
+            errors.push(DescriptorError::InvalidConfigValue {
+                tool: tool.name.to_owned(),
+                service: id.to_owned(),
+                message: error.message().to_owned(),
+            });
+        }
+    }
+    config
+}
 
-    if !errors.is_empty() {
-        return Err(errors);
+/// The arguments as one tool describes them: its own descriptions in place
+/// of the documented ones (each naming a known argument), none left empty,
+/// then what each argument's schema says (`told`).
+fn tool_arguments(
+    tool: &ToolSpec,
+    id: &str,
+    arguments: &[Argument],
+    told: &BTreeMap<String, String>,
+    errors: &mut Vec<DescriptorError>,
+) -> Vec<Argument> {
+    let mut tool_arguments = arguments.to_vec();
+    for (name, description) in tool.arguments {
+        match tool_arguments
+            .iter_mut()
+            .find(|argument| argument.name == *name)
+        {
+            Some(argument) => argument.description = (*description).to_owned(),
+            None => errors.push(DescriptorError::UnknownArgument {
+                tool: tool.name.to_owned(),
+                service: id.to_owned(),
+                argument: (*name).to_owned(),
+                known: crate::names::list(arguments.iter().map(|argument| argument.name.as_str())),
+            }),
+        }
     }
-    let descriptor = ToolServiceDescriptor {
-        id,
-        request_queue: QueueNames::TrustGraph.write(&service.request_queue()),
-        response_queue: QueueNames::TrustGraph.write(&service.response_queue()),
-        config_params,
-    };
-    Ok((descriptor, tools))
+    for argument in &mut tool_arguments {
+        if argument.description.trim().is_empty() {
+            errors.push(DescriptorError::UndocumentedArgument {
+                tool: tool.name.to_owned(),
+                argument: argument.name.clone(),
+            });
+        }
+        if let Some(extra) = told.get(&argument.name) {
+            argument.description = prose::join(&argument.description, extra);
+        }
+    }
+    tool_arguments
+}
+
+/// The `tool` item of one tool.
+fn tool_descriptor(
+    tool: &ToolSpec,
+    id: &str,
+    config: Map<String, Value>,
+    arguments: Vec<Argument>,
+) -> ToolDescriptor {
+    ToolDescriptor {
+        kind: String::from("tool-service"),
+        name: tool.name.to_owned(),
+        description: tool.description.to_owned(),
+        service: id.to_owned(),
+        config,
+        group: listed(tool.group),
+        state: tool.state.map(str::to_owned),
+        applicable_states: listed(tool.applicable_states),
+        arguments,
+    }
 }
 
 /// A preset's list, when it has one (the attribute never gives an empty one).

@@ -16,19 +16,6 @@ use crate::stream::Chunks;
 use crate::wire::{Frame, Request};
 use crate::{context::Context, error::ToolError};
 
-/// Requests a service handles at once unless its attribute or `--concurrency`
-/// says otherwise.
-///
-/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
-/// should keep many requests in flight; 64 keeps a slow downstream from
-/// piling up unbounded work and memory.
-pub const DEFAULT_CONCURRENCY: usize = 64;
-
-/// How long one request may run unless the service's `timeout` attribute or
-/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
-/// waits for an answer by default, since a later answer reaches nobody.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
 /// Where the frames of a response go.
 ///
 /// ```
@@ -138,7 +125,8 @@ pub struct Limits {
     /// runtime with the time driver.
     pub timeout: Option<Duration>,
     /// The largest message the broker accepts, in bytes (none: no limit).
-    /// A frame whose [`Frame::message_size`] is larger is replaced by a
+    /// A frame whose size as a Pulsar message (its JSON, its request id and
+    /// the message's own overhead) is larger is replaced by a
     /// `response-too-large` error frame, which ends the response.
     pub max_message_size: Option<usize>,
 }

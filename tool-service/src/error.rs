@@ -170,6 +170,12 @@ impl<T: TypedError + ?Sized> TypedError for &T {
 #[doc(hidden)]
 pub struct ErrorProbe<'a, E: ?Sized>(pub &'a E);
 
+impl<E: ?Sized> std::fmt::Debug for ErrorProbe<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ErrorProbe")
+    }
+}
+
 #[doc(hidden)]
 pub trait ViaTypedError {
     fn __tool_service_error(&self) -> ToolError;

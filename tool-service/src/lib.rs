@@ -39,11 +39,11 @@
 //! * [The attribute](macro@tool_service): its keys, the parameter roles,
 //!   TrustGraph's groups and states, what the LLM may send and what it
 //!   sees, return types.
-//! * [Serving on Pulsar](serve): scaling out, load and memory, rate
+//! * [Serving on Pulsar](pulsar::serve): scaling out, load and memory, rate
 //!   limits, timeouts, shutdown, broker outages, authentication and TLS.
 //! * [Serving over MCP](mcp): stdio and Streamable HTTP, replicas behind a
 //!   balancer, what a client sees, schemas every LLM provider accepts.
-//! * [Announcing to TrustGraph](announce): both routes to its agents, the
+//! * [Announcing to TrustGraph](pulsar::announce): both routes to its agents, the
 //!   releases and agents each was run with, queue names, calling a tool
 //!   from Python.
 //! * [Operations](cli): commands, every flag and variable, logs, a
@@ -66,14 +66,16 @@
 //! * [`host`]: what both transports share (selection, each service's
 //!   timeout, concurrency and rate limit, the byte budget, the drain) and
 //!   [`metrics`] (the families, `/metrics` and the probes).
-//! * Pulsar: [`serve`], [`broker`], [`client`], [`announce`]. MCP: [`mcp`].
+//! * The two transports: [`pulsar`] ([`serve`](pulsar::serve),
+//!   [`broker`](pulsar::broker), [`client`](pulsar::client),
+//!   [`announce`](pulsar::announce)) and [`mcp`].
 //! * The command line: [`cli`], [`App`], [`run!`].
 //!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `pulsar` | yes | serving on Apache Pulsar: `serve`, `broker`, `client`, `announce` (the `pulsar` client, rustls) |
+//! | `pulsar` | yes | serving on Apache Pulsar: [`pulsar`] (`serve`, `broker`, `client`, `announce`; the `pulsar` client, rustls) |
 //! | `mcp` | yes | serving every tool over the Model Context Protocol: `mcp`, stdio and Streamable HTTP (rmcp, hyper) |
 //! | `cli` | yes | `run!()` and `App`: the command line (clap, tracing-subscriber) |
 //! | `otel` | no | OpenTelemetry traces: trace context through Pulsar and MCP, messaging spans, OTLP/HTTP export (`otel`) |
@@ -98,12 +100,10 @@ extern crate self as tool_service;
 // above it in this list (tests/offline/architecture.rs checks it).
 //
 // Leaves.
-#[cfg(feature = "pulsar")]
-mod backoff;
 mod duration;
 mod error;
-mod known;
 pub mod log_text;
+mod names;
 mod rate;
 mod state;
 
@@ -136,26 +136,14 @@ pub mod host;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
 pub mod metrics;
 
-// The broker side.
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod announce;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod broker;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod client;
-#[cfg(feature = "pulsar")]
-mod pulsar_compat;
-#[cfg(feature = "pulsar")]
-#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
-pub mod serve;
-
-// The MCP side, a sibling of `serve`.
+// The two transports over the host: MCP, then Pulsar, which also serves
+// MCP beside it (`pulsar::serve::serve_with_mcp`).
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+#[cfg(feature = "pulsar")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pulsar")))]
+pub mod pulsar;
 
 // OpenTelemetry traces.
 #[cfg(feature = "otel")]

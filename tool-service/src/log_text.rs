@@ -28,11 +28,11 @@ pub struct Untrusted<'a> {
 
 impl<'a> Untrusted<'a> {
     /// How many characters of a request id are shown.
-    pub const ID_CHARS: usize = 200;
+    pub(crate) const ID_CHARS: usize = 200;
     /// How many characters of a request's `config` or `arguments` are shown.
-    pub const PAYLOAD_CHARS: usize = 2000;
+    pub(crate) const PAYLOAD_CHARS: usize = 2000;
     /// How many characters of any other untrusted text are shown.
-    pub const TEXT_CHARS: usize = 500;
+    pub(crate) const TEXT_CHARS: usize = 500;
 
     /// `text`, showing at most `limit` characters.
     pub fn new(text: &'a str, limit: usize) -> Self {

@@ -313,7 +313,7 @@ impl Registry {
     pub(crate) fn unknown_service(&self, id: &str) -> SelectError {
         SelectError::UnknownService {
             id: id.to_owned(),
-            known: crate::known::list(self.services.iter().map(|service| service.id())),
+            known: crate::names::list(self.services.iter().map(|service| service.id())),
         }
     }
 
@@ -441,7 +441,8 @@ pub enum SelectError {
 
 /// Services a binary was expected to have and does not.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::known::list(.missing.iter().map(|id| format!("`{id}`"))), crate::known::list(.registered))]
+#[error("no service {} in this binary (registered: {}); a service defined in a library crate is linked only when the binary names the crate: add `use my_tools as _;` to its main.rs", crate::names::list(.missing.iter().map(|id| format!("`{id}`"))), crate::names::list(.registered))]
+#[non_exhaustive]
 pub struct MissingServices {
     /// The ids expected and not registered.
     pub missing: Vec<String>,
@@ -451,6 +452,7 @@ pub struct MissingServices {
 
 /// Services take `#[state]` values that were never provided.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MissingState {
     /// Each service id and the type name it lacks.
     pub missing: Vec<(String, String)>,
@@ -487,8 +489,9 @@ impl std::error::Error for MissingState {}
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "no tool or service named `{name}` in this binary (known: {})",
-    crate::known::list(known)
+    crate::names::list(known)
 )]
+#[non_exhaustive]
 pub struct UnknownName {
     /// The name asked for.
     pub name: String,
@@ -656,7 +659,7 @@ mod tests {
             unknown,
             SelectError::UnknownService {
                 id: String::from("frist"),
-                known: crate::known::list(["custom", "first"]),
+                known: crate::names::list(["custom", "first"]),
             }
         );
         let empty = Registry::from_services([])

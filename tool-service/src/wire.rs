@@ -10,9 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ToolError;
 
-/// The `id` answered when a request carries no `id` property, as TrustGraph does.
-pub const UNKNOWN_ID: &str = "unknown";
-
 /// The name of the message property that correlates requests and responses.
 pub const ID_PROPERTY: &str = "id";
 
@@ -23,7 +20,7 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5 * 1024 * 1024;
 /// Bytes a Pulsar message takes beyond its payload and its `id` property:
 /// the frame header, the `SEND` command and the metadata the client adds
 /// (producer name, sequence id, publish time, sizes), with room to spare.
-pub const MESSAGE_OVERHEAD: usize = 1024;
+pub(crate) const MESSAGE_OVERHEAD: usize = 1024;
 
 /// A decoded request envelope. `config` and `arguments` are still JSON text.
 ///
@@ -255,19 +252,11 @@ impl Frame {
     /// How many bytes this frame takes as a Pulsar message under the request
     /// `id`: an upper bound, to compare with the broker's maximum message
     /// size.
-    ///
-    /// ```
-    /// use tool_service::wire::{Frame, DEFAULT_MAX_MESSAGE_SIZE};
-    ///
-    /// let big = Frame::last(Ok("x".repeat(DEFAULT_MAX_MESSAGE_SIZE)));
-    /// assert!(big.message_size("req-1") > DEFAULT_MAX_MESSAGE_SIZE);
-    /// assert!(Frame::last(Ok("a pun".into())).message_size("req-1") < 2048);
-    /// ```
-    pub fn message_size(&self, id: &str) -> usize {
+    pub(crate) fn message_size(&self, id: &str) -> usize {
         self.encoded_len() + id.len() + MESSAGE_OVERHEAD
     }
 
-    /// An upper bound of [`Frame::message_size`] that does not read the
+    /// An upper bound of [`Self::message_size`] that does not read the
     /// text: JSON escaping makes a byte at most six bytes long.
     pub(crate) fn message_size_bound(&self, id: &str) -> usize {
         let error = self
@@ -352,6 +341,14 @@ impl std::io::Write for Count {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn message_size_counts_the_frame_the_id_and_the_overhead() {
+        use super::{Frame, DEFAULT_MAX_MESSAGE_SIZE};
+        let big = Frame::last(Ok("x".repeat(DEFAULT_MAX_MESSAGE_SIZE)));
+        assert!(big.message_size("req-1") > DEFAULT_MAX_MESSAGE_SIZE);
+        assert!(Frame::last(Ok("a pun".into())).message_size("req-1") < 2048);
+    }
+
     use super::*;
 
     #[test]

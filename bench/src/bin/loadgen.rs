@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tool_service::broker::BrokerOptions;
-use tool_service::client::ToolClient;
+use tool_service::pulsar::broker::BrokerOptions;
+use tool_service::pulsar::client::ToolClient;
 use tool_service_bench::arg;
 
 async fn run(

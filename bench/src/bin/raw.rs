@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
-use tool_service::broker::pulsar::consumer::{ConsumerOptions, InitialPosition};
-use tool_service::broker::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
+use tool_service::pulsar::broker::pulsar::consumer::{ConsumerOptions, InitialPosition};
+use tool_service::pulsar::broker::pulsar::{producer, Consumer, Pulsar, SubType, TokioExecutor};
 use tool_service_bench::{arg, hand_written};
 
 #[tokio::main]
@@ -23,7 +23,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kind = arg("--kind", "echo");
     // Connected like every variant (TCP_NODELAY on the broker connection);
     // everything after this line is hand-written.
-    let pulsar: Pulsar<TokioExecutor> = tool_service::broker::BrokerOptions::new(url)
+    let pulsar: Pulsar<TokioExecutor> = tool_service::pulsar::broker::BrokerOptions::new(url)
         .connect()
         .await?;
     let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
@@ -45,13 +45,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     // The client may have opened connections of its own for the topic
     // lookups: TCP_NODELAY on those too, as every variant has.
-    let _nodelay = tool_service::broker::keep_nodelay();
+    let _nodelay = tool_service::pulsar::broker::keep_nodelay();
     eprintln!("raw {kind} loop ready");
     let mut pending = FuturesUnordered::new();
     loop {
         tokio::select! {
             Some(done) = pending.next(), if !pending.is_empty() => {
-                let (message, receipt): (tool_service::broker::pulsar::consumer::Message<Vec<u8>>, _) = done;
+                let (message, receipt): (tool_service::pulsar::broker::pulsar::consumer::Message<Vec<u8>>, _) = done;
                 let _: Result<_, _> = receipt;
                 consumer.ack(&message).await?;
             }

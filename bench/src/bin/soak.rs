@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::json;
 use tokio::sync::Semaphore;
-use tool_service::broker::pulsar::producer;
-use tool_service::broker::{subscribe_own, BrokerOptions};
+use tool_service::pulsar::broker::pulsar::producer;
+use tool_service::pulsar::broker::{subscribe_own, BrokerOptions};
 use tool_service::wire::{Frame, Request};
 use tool_service_bench::arg;
 
@@ -84,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(async move {
             while let Some(Ok(message)) = consumer.next().await {
                 let _ = consumer.ack(&message).await;
-                let id = tool_service::broker::message_id(&message)
+                let id = tool_service::pulsar::broker::message_id(&message)
                     .unwrap_or_default()
                     .to_owned();
                 let Some(n) = id

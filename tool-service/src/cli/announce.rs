@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::announce::{self, Announcement, OnClash};
+use crate::pulsar::announce::{self, Announcement, OnClash};
 use crate::registry::Registry;
 
 use super::serve::BrokerArgs;
@@ -101,7 +101,7 @@ pub(super) async fn run(
         .map_err(|error| {
             format!(
                 "cannot connect to the Pulsar broker at {url}: {}",
-                crate::broker::describe(&error)
+                crate::pulsar::broker::describe(&error)
             )
         })?;
     match change {

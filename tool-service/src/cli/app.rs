@@ -549,9 +549,9 @@ impl<A: 'static> App<A> {
             #[cfg(feature = "pulsar")]
             Command::Announce { target, replace } => {
                 let on_clash = if replace {
-                    crate::announce::OnClash::Replace
+                    crate::pulsar::announce::OnClash::Replace
                 } else {
-                    crate::announce::OnClash::Refuse
+                    crate::pulsar::announce::OnClash::Refuse
                 };
                 let change = super::announce::Change::Announce(on_clash);
                 return Ok((registry, Box::new(Run::Config(change, target)), None));
@@ -687,8 +687,8 @@ fn with_advice(error: &(dyn std::error::Error + 'static)) -> String {
 fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     #[cfg(feature = "pulsar")]
     {
-        use crate::announce::AnnounceError;
-        use crate::serve::ServeError;
+        use crate::pulsar::announce::AnnounceError;
+        use crate::pulsar::serve::ServeError;
         if let Some(error) = error.downcast_ref::<ServeError>() {
             return match error {
                 ServeError::Metrics { .. } => Some(String::from(
@@ -914,8 +914,8 @@ mod tests {
     #[cfg(feature = "pulsar")]
     #[test]
     fn the_command_line_adds_the_flags_that_fix_a_library_error() {
-        use crate::announce::AnnounceError;
-        let metrics = crate::serve::ServeError::Metrics {
+        use crate::pulsar::announce::AnnounceError;
+        let metrics = crate::pulsar::serve::ServeError::Metrics {
             address: "0.0.0.0:8000".parse().unwrap(),
             source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
         };

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::broker::BrokerOptions;
+use crate::pulsar::broker::BrokerOptions;
+use crate::pulsar::serve::ServeOptions;
 use crate::registry::Registry;
-use crate::serve::ServeOptions;
 
 use super::{BoxError, CliResult};
 
@@ -13,7 +13,7 @@ use super::{BoxError, CliResult};
 #[derive(Debug, clap::Args)]
 pub(crate) struct BrokerArgs {
     /// The Pulsar broker.
-    #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::broker::DEFAULT_PULSAR_URL)]
+    #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::pulsar::broker::DEFAULT_PULSAR_URL)]
     pulsar_host: String,
     /// A Pulsar token for authentication. Prefer --pulsar-api-key-file or
     /// the environment: other local users can read a process's arguments.
@@ -68,7 +68,7 @@ pub(crate) struct ServeArgs {
     host: super::host::HostArgs,
     /// Requests each service takes ahead of its handlers; beyond that a
     /// non-persistent topic's requests are answered `overloaded` at once.
-    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::serve::RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::pulsar::serve::DEFAULT_RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
     receive_window: u32,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's
@@ -93,7 +93,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "TOOL_SERVICE_ANNOUNCE", value_parser = clap::builder::BoolishValueParser::new())]
     announce: bool,
     /// The TrustGraph workspace to announce to.
-    #[arg(long, env = "TOOL_SERVICE_WORKSPACE", default_value = crate::announce::DEFAULT_WORKSPACE, requires = "announce")]
+    #[arg(long, env = "TOOL_SERVICE_WORKSPACE", default_value = crate::pulsar::announce::DEFAULT_WORKSPACE, requires = "announce")]
     workspace: String,
     /// Overwrite tools and services of the same names that belong to
     /// someone else (refused otherwise).
@@ -147,19 +147,20 @@ pub(super) struct ServeRun {
 /// logging is set up here, before any hook runs.
 pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<ServeRun, BoxError> {
     super::init_logging(&args.log)?;
-    crate::broker::forward_client_logs();
+    // The Pulsar client's warnings and errors, into `tracing`.
+    crate::pulsar::compat::client_log::forward();
     let mut options = ServeOptions::with_broker(args.broker.options()?);
     if args.announce {
-        let mut announce = crate::serve::AnnounceOptions::new(args.workspace)
+        let mut announce = crate::pulsar::serve::AnnounceOptions::new(args.workspace)
             .withdraw_on_exit(args.withdraw_on_exit);
         announce.timeout = args.announce_timeout;
         announce.queue_names = args.names.queue_names;
         if args.replace {
-            announce.on_clash = crate::announce::OnClash::Replace;
+            announce.on_clash = crate::pulsar::announce::OnClash::Replace;
         }
         #[cfg(feature = "mcp")]
         if let Some(url) = &args.mcp_url {
-            let mut target = crate::announce::McpTarget::new(url.clone());
+            let mut target = crate::pulsar::announce::McpTarget::new(url.clone());
             target.token = args.mcp_http.options()?.token;
             announce.mcp = Some(target);
         }
@@ -198,21 +199,22 @@ pub(super) async fn serve(registry: &Registry, run: ServeRun) -> CliResult {
     if let Some((address, http, flavor, meta)) = run.mcp {
         // Bound first, so a taken port fails at once.
         let listener = super::mcp::bind(address).await?;
-        let mut mcp = crate::serve::McpListener::new(listener, http).schema_flavor(flavor);
+        let mut mcp = crate::pulsar::serve::McpListener::new(listener, http).schema_flavor(flavor);
         if let Some(meta) = meta {
             mcp = mcp.named(meta.name, meta.version);
         }
         let reports =
-            crate::serve::serve_with_mcp(registry, options, mcp, super::shutdown_signal()).await?;
+            crate::pulsar::serve::serve_with_mcp(registry, options, mcp, super::shutdown_signal())
+                .await?;
         return abandoned(&reports);
     }
-    let reports = crate::serve::serve(registry, options, super::shutdown_signal()).await?;
+    let reports = crate::pulsar::serve::serve(registry, options, super::shutdown_signal()).await?;
     abandoned(&reports)
 }
 
 /// Success, or an error when requests were abandoned at shutdown.
 fn abandoned(
-    reports: &std::collections::HashMap<&'static str, crate::serve::ServiceReport>,
+    reports: &std::collections::HashMap<&'static str, crate::pulsar::serve::ServiceReport>,
 ) -> CliResult {
     let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
     if abandoned > 0 {

@@ -1,7 +1,7 @@
 //! What serving a registry's services means on any transport, written
 //! once: the [`Host`].
 //!
-//! Pulsar ([`serve`](crate::serve)) and MCP ([`mcp`](crate::mcp)) are
+//! Pulsar ([`serve`](crate::pulsar::serve)) and MCP ([`mcp`](crate::mcp)) are
 //! transports over one host. The host owns:
 //!
 //! - **selection**: which services are served ([`HostOptions::only`]),
@@ -76,6 +76,19 @@ use crate::rate::Rate;
 use crate::registry::{Registry, SelectError};
 use crate::spec::Service;
 
+/// Requests a service handles at once unless its attribute or `--concurrency`
+/// says otherwise.
+///
+/// Tool handlers mostly wait on I/O (APIs, databases, LLMs), so a service
+/// should keep many requests in flight; 64 keeps a slow downstream from
+/// piling up unbounded work and memory.
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
+/// How long one request may run unless the service's `timeout` attribute or
+/// `--timeout` says otherwise: as long as TrustGraph's `ToolServiceClient`
+/// waits for an answer by default, since a later answer reaches nobody.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// How long calls in flight may take to finish once serving stops.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
 
@@ -99,7 +112,7 @@ pub struct HostOptions {
     /// Overrides every service's concurrency when set.
     pub concurrency: Option<usize>,
     /// How long one request may run, for services whose `timeout` attribute
-    /// sets none (default [`DEFAULT_TIMEOUT`](crate::dispatch::DEFAULT_TIMEOUT)).
+    /// sets none (default [`DEFAULT_TIMEOUT`]).
     pub timeout: Duration,
     /// Per-service timeouts by service id; these win over the attribute.
     pub service_timeouts: Vec<(String, Duration)>,
@@ -124,7 +137,7 @@ impl Default for HostOptions {
         Self {
             only: Vec::new(),
             concurrency: None,
-            timeout: crate::dispatch::DEFAULT_TIMEOUT,
+            timeout: DEFAULT_TIMEOUT,
             service_timeouts: Vec::new(),
             rates: Vec::new(),
             grace_period: DEFAULT_GRACE_PERIOD,
@@ -149,12 +162,12 @@ impl HostOptions {
 
     /// The requests `service` handles at once: [`Self::concurrency`], else
     /// its attribute's, else
-    /// [`DEFAULT_CONCURRENCY`](crate::dispatch::DEFAULT_CONCURRENCY); at
+    /// [`DEFAULT_CONCURRENCY`]; at
     /// least one.
     pub fn concurrency_of(&self, service: Service) -> usize {
         self.concurrency
             .or(service.concurrency())
-            .unwrap_or(crate::dispatch::DEFAULT_CONCURRENCY)
+            .unwrap_or(DEFAULT_CONCURRENCY)
             .max(1)
     }
 

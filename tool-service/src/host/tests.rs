@@ -95,12 +95,12 @@ fn policies_come_from_the_options_then_the_attribute_then_the_defaults() {
     assert_eq!(host.timeout_of(hi), Some(Duration::from_secs(5)));
     assert_eq!(
         host.timeout_of(stateful),
-        Some(crate::dispatch::DEFAULT_TIMEOUT)
+        Some(crate::host::DEFAULT_TIMEOUT)
     );
     assert_eq!(host.concurrency_of(stateful), Some(3));
     assert_eq!(
         host.concurrency_of(hi),
-        Some(crate::dispatch::DEFAULT_CONCURRENCY)
+        Some(crate::host::DEFAULT_CONCURRENCY)
     );
     assert_eq!(host.rate_of(hi), Some(Rate::per_second(2)));
     assert_eq!(host.rate_of(stateful), None);

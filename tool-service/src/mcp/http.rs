@@ -22,7 +22,7 @@ use super::McpServer;
 use crate::log_text::Untrusted;
 
 /// The path MCP is served at.
-pub const MCP_PATH: &str = "/mcp";
+pub(super) const MCP_PATH: &str = "/mcp";
 
 /// [`HttpOptions::header_timeout`] by default.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -575,7 +575,7 @@ fn traced(mut result: CallToolResult, span: &crate::trace::RequestSpan) -> CallT
 
 /// The JSON-RPC error for a tool this server does not have.
 fn unknown_tool(name: &str, tools: &[McpTool]) -> ErrorData {
-    let known = crate::known::list(tools.iter().map(|tool| format!("`{}`", tool.tool.name)));
+    let known = crate::names::list(tools.iter().map(|tool| format!("`{}`", tool.tool.name)));
     ErrorData::invalid_params(
         format!(
             "there is no tool `{}` on this server (its tools: {known})",

@@ -81,20 +81,6 @@
 //! its output in a fixed order, and needs no dependency. Switching would
 //! remove about 100 of these lines and add 7 crates. Kept; native
 //! histograms or exemplars would be the reason to revisit.
-//!
-//! ```
-//! use std::time::Duration;
-//! use tool_service::metrics::Metrics;
-//!
-//! let metrics = Metrics::new();
-//! let joke = metrics.service("joke-service");
-//! let request = joke.start();
-//! request.finish(None, Duration::from_millis(3));
-//! joke.start().finish(Some("timeout"), Duration::from_secs(30));
-//! let text = metrics.render();
-//! assert!(text.contains("tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 1\n"));
-//! assert!(text.contains("tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"));
-//! ```
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -104,9 +90,12 @@ use std::time::Duration;
 
 mod http;
 
+pub use http::serve_metrics;
 #[cfg(feature = "mcp")]
 pub(crate) use http::Throttle;
-pub use http::{serve_metrics, MAX_CONNECTIONS};
+// Public for the broker tests only.
+#[doc(hidden)]
+pub use http::MAX_CONNECTIONS;
 
 /// The port TrustGraph processors serve metrics on.
 pub const DEFAULT_METRICS_PORT: u16 = 8000;
@@ -161,13 +150,12 @@ struct McpHttpMetrics {
 ///     if seen.load(Ordering::Relaxed) { Ok(()) } else { Err("the database does not answer".into()) }
 /// }));
 ///
-/// // What `serve` does with it:
+/// // What `serve` does with it: `/readyz` fails while the check does.
 /// let metrics = Metrics::new();
 /// metrics.add_state(&state);
-/// metrics.service("tickets-service").set_running(true);
-/// assert_eq!(metrics.readiness().unwrap_err(), "not ready: the database does not answer\n");
+/// assert!(metrics.readiness().unwrap_err().contains("not ready: the database does not answer\n"));
 /// db_up.store(true, Ordering::Relaxed);
-/// assert!(metrics.readiness().is_ok());
+/// assert!(!metrics.readiness().unwrap_err().contains("database"));
 /// ```
 #[derive(Clone)]
 pub struct ReadinessCheck(Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
@@ -312,22 +300,14 @@ impl Metrics {
     }
 
     /// The metrics of the service `id` on Pulsar, created on first use.
-    pub fn service(&self, id: &'static str) -> Arc<ServiceMetrics> {
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn service(&self, id: &'static str) -> Arc<ServiceMetrics> {
         self.service_on(id, None)
     }
 
     /// The metrics of the service `id`'s calls over another transport
     /// (`Some("mcp")`), labelled `transport="mcp"`; `None` is Pulsar's.
-    ///
-    /// ```
-    /// let metrics = tool_service::metrics::Metrics::new();
-    /// let calls = metrics.service_on("joke-service", Some("mcp"));
-    /// calls.start().finish(None, std::time::Duration::from_millis(1));
-    /// assert!(metrics.render().contains(
-    ///     "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\",transport=\"mcp\"} 1\n"
-    /// ));
-    /// ```
-    pub fn service_on(
+    pub(crate) fn service_on(
         &self,
         id: &'static str,
         transport: Option<&'static str>,
@@ -371,7 +351,7 @@ impl Metrics {
 
     /// Marks the process as shutting down: [`Self::readiness`] fails from
     /// now on (`serve` calls it when SIGINT or SIGTERM starts the drain).
-    pub fn set_draining(&self) {
+    pub(crate) fn set_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
     }
 
@@ -379,17 +359,8 @@ impl Metrics {
     /// (`serve` probes it every 2 s). While it does not, every consumer
     /// reports `stopped`, [`Self::readiness`] fails with `broker not
     /// connected`, and `tg_tool_service_broker_connected` is 0.
-    ///
-    /// ```
-    /// let metrics = tool_service::metrics::Metrics::new();
-    /// metrics.service("joke-service").set_running(true);
-    /// metrics.set_broker_connected(false);
-    /// assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
-    /// assert!(metrics.render().contains("tg_tool_service_broker_connected 0\n"));
-    /// metrics.set_broker_connected(true);
-    /// assert!(metrics.readiness().is_ok());
-    /// ```
-    pub fn set_broker_connected(&self, connected: bool) {
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn set_broker_connected(&self, connected: bool) {
         let state = if connected {
             BROKER_CONNECTED
         } else {
@@ -423,17 +394,6 @@ impl Metrics {
     /// transport is ready (see [`Self::readiness_of`]). Otherwise the
     /// conditions that fail, one per line.
     ///
-    /// ```
-    /// let metrics = tool_service::metrics::Metrics::new();
-    /// assert!(metrics.readiness().is_err());
-    /// let joke = metrics.service("joke-service");
-    /// assert_eq!(metrics.readiness().unwrap_err(), "not subscribed: joke-service\n");
-    /// joke.set_running(true);
-    /// assert!(metrics.readiness().is_ok());
-    /// metrics.set_draining();
-    /// assert_eq!(metrics.readiness().unwrap_err(), "shutting down\n");
-    /// ```
-    ///
     /// # Errors
     /// The failing conditions, as text for a probe's body.
     pub fn readiness(&self) -> Result<(), String> {
@@ -448,17 +408,6 @@ impl Metrics {
     /// fails `/readyz/pulsar` (and `/readyz`), not `/readyz/mcp`: a process
     /// that serves both stays in a load balancer's MCP pool while its MCP
     /// side works.
-    ///
-    /// ```
-    /// let metrics = tool_service::metrics::Metrics::new();
-    /// metrics.service("joke-service").set_running(true);
-    /// metrics.service_on("joke-service", Some("mcp")).set_running(true);
-    /// metrics.set_broker_connected(false);
-    /// assert!(metrics.readiness_of("mcp").is_ok());
-    /// assert_eq!(metrics.readiness_of("pulsar").unwrap_err(), "broker not connected\n");
-    /// assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
-    /// assert_eq!(metrics.readiness_of("grpc").unwrap_err(), "nothing is served over grpc\n");
-    /// ```
     ///
     /// # Errors
     /// The failing conditions, as text for a probe's body.
@@ -739,7 +688,7 @@ fn escape(value: &str) -> String {
 
 /// The metrics of one service.
 #[derive(Debug)]
-pub struct ServiceMetrics {
+pub(crate) struct ServiceMetrics {
     processor: &'static str,
     /// None: Pulsar; else the transport's label.
     transport: Option<&'static str>,
@@ -782,7 +731,7 @@ impl ServiceMetrics {
 
     /// A request is being handled; count it as in flight until the returned
     /// guard is finished or dropped.
-    pub fn start(self: &Arc<Self>) -> InFlight {
+    pub(crate) fn start(self: &Arc<Self>) -> InFlight {
         let _ = self.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight {
             service: Arc::clone(self),
@@ -791,22 +740,24 @@ impl ServiceMetrics {
 
     /// Counts a request answered at once without running the handler
     /// (`overloaded`, `unavailable`).
-    pub fn refused(&self, kind: &str) {
+    pub(crate) fn refused(&self, kind: &str) {
         self.count_error(kind);
     }
 
     /// Counts a response too large for the broker.
-    pub fn oversized(&self) {
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn oversized(&self) {
         let _ = self.oversized.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a response frame the broker did not take.
-    pub fn send_failed(&self) {
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn send_failed(&self) {
         let _ = self.send_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Marks the service's consumer as running or stopped.
-    pub fn set_running(&self, running: bool) {
+    pub(crate) fn set_running(&self, running: bool) {
         self.running.store(running, Ordering::Relaxed);
     }
 
@@ -819,17 +770,17 @@ impl ServiceMetrics {
     }
 }
 
-/// One request in flight; see [`ServiceMetrics::start`].
+/// One request in flight; see `ServiceMetrics::start`.
 #[derive(Debug)]
 #[must_use = "the request counts as in flight until finished"]
-pub struct InFlight {
+pub(crate) struct InFlight {
     service: Arc<ServiceMetrics>,
 }
 
 impl InFlight {
     /// The request was answered: with a result (`error` is `None`) or with
     /// an error frame of type `error`, `elapsed` after it was taken.
-    pub fn finish(self, error: Option<&str>, elapsed: Duration) {
+    pub(crate) fn finish(self, error: Option<&str>, elapsed: Duration) {
         let service = &self.service;
         match error {
             None => {
@@ -889,6 +840,102 @@ impl Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_counts_its_calls_and_their_errors_by_type() {
+        let metrics = Metrics::new();
+        let joke = metrics.service("joke-service");
+        let request = joke.start();
+        request.finish(None, Duration::from_millis(3));
+        joke.start()
+            .finish(Some("timeout"), Duration::from_secs(30));
+        let text = metrics.render();
+        assert!(text
+            .contains("tg_dynamic_tool_service_invocation_total{processor=\"joke-service\"} 1\n"));
+        assert!(text.contains(
+            "tg_tool_service_errors_total{processor=\"joke-service\",type=\"timeout\"} 1\n"
+        ));
+    }
+
+    #[test]
+    fn an_application_check_holds_readiness_back_until_it_passes() {
+        let db_up = Arc::new(AtomicBool::new(false));
+        let seen = Arc::clone(&db_up);
+        let state = crate::state::State::new().with(ReadinessCheck::new(move || {
+            if seen.load(Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err("the database does not answer".into())
+            }
+        }));
+        let metrics = Metrics::new();
+        metrics.add_state(&state);
+        metrics.service("tickets-service").set_running(true);
+        assert_eq!(
+            metrics.readiness().unwrap_err(),
+            "not ready: the database does not answer\n"
+        );
+        db_up.store(true, Ordering::Relaxed);
+        assert!(metrics.readiness().is_ok());
+    }
+
+    #[test]
+    fn calls_over_another_transport_are_labelled_with_it() {
+        let metrics = Metrics::new();
+        let calls = metrics.service_on("joke-service", Some("mcp"));
+        calls.start().finish(None, Duration::from_millis(1));
+        assert!(metrics.render().contains(
+            "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\",transport=\"mcp\"} 1\n"
+        ));
+    }
+
+    #[test]
+    fn a_lost_broker_fails_readiness_until_it_answers_again() {
+        let metrics = Metrics::new();
+        metrics.service("joke-service").set_running(true);
+        metrics.set_broker_connected(false);
+        assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
+        assert!(metrics
+            .render()
+            .contains("tg_tool_service_broker_connected 0\n"));
+        metrics.set_broker_connected(true);
+        assert!(metrics.readiness().is_ok());
+    }
+
+    #[test]
+    fn readiness_waits_for_every_subscription_and_ends_with_the_drain() {
+        let metrics = Metrics::new();
+        assert!(metrics.readiness().is_err());
+        let joke = metrics.service("joke-service");
+        assert_eq!(
+            metrics.readiness().unwrap_err(),
+            "not subscribed: joke-service\n"
+        );
+        joke.set_running(true);
+        assert!(metrics.readiness().is_ok());
+        metrics.set_draining();
+        assert_eq!(metrics.readiness().unwrap_err(), "shutting down\n");
+    }
+
+    #[test]
+    fn a_broker_outage_fails_pulsar_readiness_not_mcp() {
+        let metrics = Metrics::new();
+        metrics.service("joke-service").set_running(true);
+        metrics
+            .service_on("joke-service", Some("mcp"))
+            .set_running(true);
+        metrics.set_broker_connected(false);
+        assert!(metrics.readiness_of("mcp").is_ok());
+        assert_eq!(
+            metrics.readiness_of("pulsar").unwrap_err(),
+            "broker not connected\n"
+        );
+        assert_eq!(metrics.readiness().unwrap_err(), "broker not connected\n");
+        assert_eq!(
+            metrics.readiness_of("grpc").unwrap_err(),
+            "nothing is served over grpc\n"
+        );
+    }
 
     #[test]
     fn renders_counters_histogram_and_gauges() {

@@ -68,9 +68,11 @@ static IGNORED: AtomicU64 = AtomicU64::new(0);
 
 /// The property (and `_meta`) key of the W3C `traceparent`, as the Pulsar
 /// Java client writes it.
-pub const TRACEPARENT: &str = "traceparent";
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) const TRACEPARENT: &str = "traceparent";
 /// The property (and `_meta`) key of the W3C `tracestate`.
-pub const TRACESTATE: &str = "tracestate";
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) const TRACESTATE: &str = "tracestate";
 
 /// Tracing as the `OTEL_*` variables configure it: the tracer provider and
 /// its exporter. Make the subscriber's layer with [`Otel::layer`], and
@@ -241,18 +243,21 @@ impl Otel {
 
 /// Spans dropped since the start: the export queue was full, or the
 /// collector did not take their batch.
-pub fn spans_dropped() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn spans_dropped() -> u64 {
     export::STATS.dropped.load(Ordering::Relaxed)
 }
 
 /// Spans the collector took since the start.
-pub fn spans_exported() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn spans_exported() -> u64 {
     export::STATS.exported.load(Ordering::Relaxed)
 }
 
 /// Malformed `traceparent`s seen since the start (each ignored: its
 /// request started a trace of its own).
-pub fn contexts_ignored() -> u64 {
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+pub(crate) fn contexts_ignored() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 

@@ -12,7 +12,8 @@
 
 // The flavours serve MCP (and `check-schemas`), the provider checks the
 // command line.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+// Its two public types are the `mcp` module's.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code, unreachable_pub))]
 pub(crate) mod flavor;
 pub(crate) mod phrase;
 pub(crate) mod prose;

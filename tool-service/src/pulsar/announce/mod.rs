@@ -10,8 +10,8 @@
 //! TrustGraph 2.11.1's agent as released, on any of its pub/sub backends.
 //!
 //! ```no_run
-//! use tool_service::announce::{self, Announcement, OnClash};
-//! use tool_service::broker::BrokerOptions;
+//! use tool_service::pulsar::announce::{self, Announcement, OnClash};
+//! use tool_service::pulsar::broker::BrokerOptions;
 //!
 //! # async fn demo(registry: tool_service::Registry) -> Result<(), Box<dyn std::error::Error>> {
 //! let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
@@ -37,7 +37,7 @@
 //! this binary's services, and only those tools whose `service` is one of
 //! them.
 //!
-#![doc = include_str!("../../docs/trustgraph.md")]
+#![doc = include_str!("../../../docs/trustgraph.md")]
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -70,6 +70,7 @@ pub enum OnClash {
 /// An item of the same type and key as one announced, that belongs to
 /// someone else.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Clash {
     /// `tool`, `tool-service` or `mcp`.
     pub kind: &'static str,
@@ -197,7 +198,7 @@ fn names(names: &[String]) -> String {
 #[non_exhaustive]
 pub enum AnnounceError {
     /// The broker could not be reached, or the config topics not opened.
-    #[error("Pulsar: {}", crate::broker::describe(.0))]
+    #[error("Pulsar: {}", crate::pulsar::broker::describe(.0))]
     Pulsar(Box<pulsar::Error>),
     /// Nothing answered on the workspace's queue nor on the system queue.
     #[error("no TrustGraph config service answered on `{queue}` within {}; is the config service (config-svc) running on this broker?", crate::duration::format(*.timeout))]
@@ -445,7 +446,8 @@ pub async fn keep_announcing(
     timeout: Duration,
     on_clash: OnClash,
 ) -> Result<Announced, AnnounceError> {
-    let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+    let mut backoff =
+        crate::pulsar::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     loop {
         match announce(pulsar, announcement, timeout, on_clash).await {
             Ok(announced) => {

@@ -35,8 +35,8 @@ impl Exchange {
     ) -> Result<Self, AnnounceError> {
         // Subscribed first: a reply on a non-persistent topic before the
         // subscription would be lost.
-        let replies = crate::broker::subscribe_own(pulsar, response).await?;
-        let producer = crate::broker::producer(pulsar, request).await?;
+        let replies = crate::pulsar::broker::subscribe_own(pulsar, response).await?;
+        let producer = crate::pulsar::broker::producer(pulsar, request).await?;
         Ok(Self {
             producer,
             replies,
@@ -49,7 +49,7 @@ impl Exchange {
     /// if any, becomes [`AnnounceError::Refused`].
     async fn request(&mut self, body: &Value) -> Result<Result<Value, Silent>, AnnounceError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let message = crate::broker::response(
+        let message = crate::pulsar::broker::response(
             &id,
             body.to_string().into_bytes(),
             crate::trace::Headers::default(),
@@ -59,7 +59,7 @@ impl Exchange {
             while let Some(next) = self.replies.next().await {
                 let message = next?;
                 let _ = self.replies.ack(&message).await;
-                if crate::broker::message_id(&message) == Some(id.as_str()) {
+                if crate::pulsar::broker::message_id(&message) == Some(id.as_str()) {
                     return Ok(Some(message.payload.data));
                 }
             }

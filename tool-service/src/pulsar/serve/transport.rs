@@ -122,7 +122,7 @@ impl Requests for PulsarRequests {
     }
 
     fn property<'a>(message: &'a Self::Message, key: &str) -> Option<&'a str> {
-        crate::broker::property(message, key)
+        crate::pulsar::broker::property(message, key)
     }
 
     fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send {
@@ -130,7 +130,7 @@ impl Requests for PulsarRequests {
     }
 
     fn is_lost(error: &Self::Error) -> bool {
-        crate::pulsar_compat::errors::consumer_lost(error)
+        crate::pulsar::compat::errors::consumer_lost(error)
     }
 
     async fn ack(&mut self, message: &Self::Message) -> Result<(), Self::Error> {
@@ -199,12 +199,12 @@ impl Responses for PulsarResponses {
         frame: Vec<u8>,
         trace: Headers,
     ) -> Result<Self::Receipt, Self::Error> {
-        let message = crate::broker::response(id, frame, trace);
+        let message = crate::pulsar::broker::response(id, frame, trace);
         self.0.send_non_blocking(message).await.map(PulsarReceipt)
     }
 
     fn describe(error: &Self::Error) -> String {
-        crate::pulsar_compat::errors::describe_send_error(error)
+        crate::pulsar::compat::errors::describe_send_error(error)
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -5,13 +5,18 @@ mod connect;
 mod messages;
 
 pub(crate) use connect::describe;
-pub use connect::{forward_client_logs, keep_nodelay, BrokerOptions, ConnectError, NoDelay};
+pub use connect::{BrokerOptions, ConnectError};
+// Pulsar workarounds and the request–response plumbing of the client,
+// public for the broker tests and the benchmarks only.
+#[doc(hidden)]
+pub use connect::{keep_nodelay, NoDelay};
+#[doc(hidden)]
 pub use messages::{message_id, subscribe_own};
 pub(crate) use messages::{producer, property, publish, response};
 
 /// The Pulsar client the broker side is built on: [`BrokerOptions::connect`]
-/// returns its client, and [`ToolClient`](crate::client::ToolClient) and
-/// [`subscribe_own`] take it. Its types are part of this crate's `pulsar`
+/// returns its client, and [`ToolClient`](crate::pulsar::client::ToolClient) takes
+/// it. Its types are part of this crate's `pulsar`
 /// feature, so a major release of `pulsar` is a major release of that
 /// feature; nothing else in this crate names them.
 pub use pulsar;

@@ -6,10 +6,10 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 //!
-#![doc = include_str!("../../docs/pulsar.md")]
+#![doc = include_str!("../../../docs/pulsar.md")]
 
+mod broker_health;
 mod busy;
-mod connection;
 mod gate;
 mod options;
 mod transport;
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use options::{AnnounceOptions, ServeOptions, RECEIVE_WINDOW};
+pub use options::{AnnounceOptions, ServeOptions, DEFAULT_RECEIVE_WINDOW};
 
 use crate::host::{AbortOnDrop, Host, OpsEndpoint};
 use crate::metrics::Metrics;
@@ -45,7 +45,7 @@ pub enum ServeError {
         /// The broker URL.
         url: String,
         /// Why.
-        source: Box<crate::broker::ConnectError>,
+        source: Box<crate::pulsar::broker::ConnectError>,
     },
     /// The metrics endpoint could not be opened.
     #[error("cannot serve metrics on {address}: {source}")]
@@ -71,6 +71,7 @@ pub enum ServeError {
 
 /// What a service did while serving.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServiceReport {
     /// Requests answered (success or error frame) and acknowledged.
     pub answered: u64,
@@ -87,7 +88,7 @@ pub struct ServiceReport {
 /// unreachable at start, retries with backoff (and logs each attempt).
 ///
 /// ```no_run
-/// use tool_service::serve::{serve, ServeOptions};
+/// use tool_service::pulsar::serve::{serve, ServeOptions};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -154,7 +155,7 @@ async fn serve_on(
 ///
 /// ```no_run
 /// use tool_service::mcp::HttpOptions;
-/// use tool_service::serve::McpListener;
+/// use tool_service::pulsar::serve::McpListener;
 ///
 /// # async fn demo() -> std::io::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("0.0.0.0:8900").await?;
@@ -217,7 +218,7 @@ impl McpListener {
 ///
 /// ```no_run
 /// use tool_service::mcp::HttpOptions;
-/// use tool_service::serve::{serve_with_mcp, McpListener, ServeOptions};
+/// use tool_service::pulsar::serve::{serve_with_mcp, McpListener, ServeOptions};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -280,7 +281,7 @@ pub async fn serve_with_mcp(
 /// now on are answered.
 ///
 /// ```no_run
-/// use tool_service::serve::{ServeOptions, Serving};
+/// use tool_service::pulsar::serve::{ServeOptions, Serving};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = tool_service::Registry::collect()?;
@@ -300,7 +301,7 @@ pub struct Serving {
     metrics: Arc<Metrics>,
     metrics_endpoint: Option<OpsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
-    nodelay: crate::pulsar_compat::nodelay::Ticker,
+    nodelay: crate::pulsar::compat::nodelay::Ticker,
     /// What to announce, on which client.
     announcing: Option<Announcing>,
     /// Probes the broker connection while serving.
@@ -310,11 +311,37 @@ pub struct Serving {
 /// The services' announcement, made beside the consumer loops.
 struct Announcing {
     pulsar: pulsar::Pulsar<pulsar::TokioExecutor>,
-    announcement: crate::announce::Announcement,
+    announcement: crate::pulsar::announce::Announcement,
     options: AnnounceOptions,
 }
 
 impl Announcing {
+    /// The announcement of the services `workers` serve, as `announce`
+    /// asks.
+    fn new(
+        registry: &Registry,
+        workers: &[PulsarWorker],
+        pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+        announce: AnnounceOptions,
+    ) -> Self {
+        let ids: Vec<String> = workers
+            .iter()
+            .map(|worker| worker.service.id().to_owned())
+            .collect();
+        let mut announcement = crate::pulsar::announce::Announcement::new(registry, &ids)
+            .expect("the services served are the registry's")
+            .in_workspace(announce.workspace.clone())
+            .with_queue_names(announce.queue_names);
+        if let Some(mcp) = &announce.mcp {
+            announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
+        }
+        Self {
+            pulsar: pulsar.clone(),
+            announcement,
+            options: announce,
+        }
+    }
+
     /// Announces until it is done (or refused for good); at shutdown,
     /// withdraws what it announced if asked to.
     async fn run(self, mut stopped: watch::Receiver<bool>) {
@@ -327,14 +354,14 @@ impl Announcing {
             tracing::warn!("{warning}");
         }
         let announced = tokio::select! {
-            announced = crate::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
+            announced = crate::pulsar::announce::keep_announcing(&pulsar, &announcement, options.timeout, options.on_clash) => announced.is_ok(),
             _ = stop_requested(&mut stopped) => false,
         };
         if !(announced && options.withdraw_on_exit) {
             return;
         }
         stop_requested(&mut stopped).await;
-        match crate::announce::withdraw(&pulsar, &announcement, options.timeout).await {
+        match crate::pulsar::announce::withdraw(&pulsar, &announcement, options.timeout).await {
             Ok(withdrawn) => tracing::info!(workspace = %options.workspace, "{withdrawn}"),
             Err(error) => {
                 tracing::warn!(workspace = %options.workspace, "cannot withdraw: {error}")
@@ -393,94 +420,21 @@ impl Serving {
             metrics.service(service.id());
         }
         // Bound before connecting, so a taken port fails at once.
-        let metrics_endpoint = match options.metrics {
-            Some(address) => Some(
-                host.serve_ops(address)
-                    .await
-                    .map_err(|source| ServeError::Metrics { address, source })?,
-            ),
-            None => None,
-        };
-        let (pulsar, broker) =
-            options
-                .broker
-                .connect_with_retry(give_up)
-                .await
-                .map_err(|source| ServeError::Connect {
-                    url: options.broker.url().to_owned(),
-                    source: Box::new(source),
-                })?;
-        let max_message_size = options
-            .max_message_size
-            .map_or(broker.max_message_size, |max| {
-                max.min(broker.max_message_size)
-            });
-        tracing::info!(
-            url = %options.broker.url(),
-            broker = %broker.server_version,
-            max_message_size,
-            "connected to Pulsar"
-        );
+        let metrics_endpoint = bind_metrics(host, options).await?;
+        let (pulsar, max_message_size) = connect(options, give_up).await?;
         metrics.set_broker_connected(true);
-        let nodelay = crate::pulsar_compat::nodelay::keep_applying();
-        let budget = host.budget();
-        let registry = host.registry();
-        let mut workers = Vec::with_capacity(host.hosted_services().len());
-        for hosted in host.hosted_services() {
-            let service = hosted.service;
-            workers.push(
-                PulsarWorker::start(
-                    &pulsar,
-                    service,
-                    registry.state().clone(),
-                    metrics.service(service.id()),
-                    Limits {
-                        concurrency: hosted.concurrency,
-                        window: options.receive_window_of(service),
-                        timeout: hosted.timeout,
-                        log_payloads: options.log_payloads,
-                        max_message_size,
-                        budget: Arc::clone(budget),
-                        rate: hosted.limiter.clone(),
-                    },
-                )
-                .await?,
-            );
-        }
-        let watcher = {
-            let probe = connection::pulsar_probe(
-                pulsar.clone(),
-                workers[0].service.request_queue().to_owned(),
-                options.broker.clone(),
-            );
-            let (metrics, url) = (Arc::clone(&metrics), options.broker.url().to_owned());
-            AbortOnDrop(tokio::spawn(async move {
-                connection::watch(probe, &metrics, &url).await;
-            }))
-        };
+        let nodelay = crate::pulsar::compat::nodelay::keep_applying();
+        let workers = subscribe(host, options, &pulsar, &metrics, max_message_size).await?;
+        let watcher = watch_broker(&pulsar, &workers, options, &metrics);
         tracing::info!(
             services = workers.len(),
             worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
             "ready"
         );
-        let announcing = options.announce.clone().map(|announce| {
-            let ids: Vec<String> = workers
-                .iter()
-                .map(|worker| worker.service.id().to_owned())
-                .collect();
-            let mut announcement = crate::announce::Announcement::new(registry.as_ref(), &ids)
-                .expect("the services served are the registry's")
-                .in_workspace(announce.workspace.clone())
-                .with_queue_names(announce.queue_names);
-            if let Some(mcp) = &announce.mcp {
-                announcement = announcement.over_mcp(mcp.url.clone(), mcp.token.clone());
-            }
-            Announcing {
-                pulsar: pulsar.clone(),
-                announcement,
-                options: announce,
-            }
-        });
+        let announcing = options
+            .announce
+            .clone()
+            .map(|announce| Announcing::new(host.registry(), &workers, &pulsar, announce));
         Ok(Self {
             workers,
             grace_period: host.grace_period(),
@@ -567,6 +521,102 @@ impl Serving {
         }
         reports
     }
+}
+
+/// The `/metrics` and probe endpoint, when one is asked for.
+async fn bind_metrics(
+    host: &Host,
+    options: &ServeOptions,
+) -> Result<Option<OpsEndpoint>, ServeError> {
+    let Some(address) = options.metrics else {
+        return Ok(None);
+    };
+    host.serve_ops(address)
+        .await
+        .map(Some)
+        .map_err(|source| ServeError::Metrics { address, source })
+}
+
+/// The client, connected (retrying until `give_up` completes), and the
+/// largest message it sends: the broker's, or less if the options say so.
+async fn connect(
+    options: &ServeOptions,
+    give_up: impl Future<Output = ()>,
+) -> Result<(pulsar::Pulsar<pulsar::TokioExecutor>, usize), ServeError> {
+    let (pulsar, broker) = options
+        .broker
+        .connect_with_retry(give_up)
+        .await
+        .map_err(|source| ServeError::Connect {
+            url: options.broker.url().to_owned(),
+            source: Box::new(source),
+        })?;
+    let max_message_size = options
+        .max_message_size
+        .map_or(broker.max_message_size, |max| {
+            max.min(broker.max_message_size)
+        });
+    tracing::info!(
+        url = %options.broker.url(),
+        broker = %broker.server_version,
+        max_message_size,
+        "connected to Pulsar"
+    );
+    Ok((pulsar, max_message_size))
+}
+
+/// One worker per hosted service, subscribed to its request topic.
+async fn subscribe(
+    host: &Host,
+    options: &ServeOptions,
+    pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+    metrics: &Metrics,
+    max_message_size: usize,
+) -> Result<Vec<PulsarWorker>, ServeError> {
+    let budget = host.budget();
+    let registry = host.registry();
+    let mut workers = Vec::with_capacity(host.hosted_services().len());
+    for hosted in host.hosted_services() {
+        let service = hosted.service;
+        workers.push(
+            PulsarWorker::start(
+                pulsar,
+                service,
+                registry.state().clone(),
+                metrics.service(service.id()),
+                Limits {
+                    concurrency: hosted.concurrency,
+                    window: options.receive_window_of(service),
+                    timeout: hosted.timeout,
+                    log_payloads: options.log_payloads,
+                    max_message_size,
+                    budget: Arc::clone(budget),
+                    rate: hosted.limiter.clone(),
+                },
+            )
+            .await?,
+        );
+    }
+    Ok(workers)
+}
+
+/// The task that probes the broker connection (on the first service's
+/// request topic) until dropped.
+fn watch_broker(
+    pulsar: &pulsar::Pulsar<pulsar::TokioExecutor>,
+    workers: &[PulsarWorker],
+    options: &ServeOptions,
+    metrics: &Arc<Metrics>,
+) -> AbortOnDrop {
+    let probe = broker_health::pulsar_probe(
+        pulsar.clone(),
+        workers[0].service.request_queue().to_owned(),
+        options.broker.clone(),
+    );
+    let (metrics, url) = (Arc::clone(metrics), options.broker.url().to_owned());
+    AbortOnDrop(tokio::spawn(async move {
+        broker_health::watch(probe, &metrics, &url).await;
+    }))
 }
 
 /// Completes once a stop has been requested (or can no longer be).

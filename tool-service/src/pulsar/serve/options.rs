@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::broker::BrokerOptions;
 use crate::host::HostOptions;
+use crate::pulsar::broker::BrokerOptions;
 use crate::spec::Service;
 
 /// How many requests the broker may push to a replica ahead of its handlers
@@ -12,10 +12,11 @@ use crate::spec::Service;
 /// is). On a non-persistent topic the broker drops messages for a consumer
 /// without room, so a small window would lose bursts; replicas on a Shared
 /// subscription still take turns.
-pub const RECEIVE_WINDOW: usize = 1000;
+pub const DEFAULT_RECEIVE_WINDOW: usize = 1000;
 
 /// What to serve, and how.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeOptions {
     /// The broker.
     pub broker: BrokerOptions,
@@ -23,7 +24,7 @@ pub struct ServeOptions {
     /// limit, grace period, memory budget), as every transport reads them.
     pub host: HostOptions,
     /// Requests a replica takes ahead of its handlers, per service
-    /// (default [`RECEIVE_WINDOW`], never below the concurrency).
+    /// (default [`DEFAULT_RECEIVE_WINDOW`], never below the concurrency).
     pub receive_window: Option<usize>,
     /// Log each request's `user`, `config` and `arguments` (at info level).
     /// Off by default: config often holds credentials and arguments hold
@@ -37,14 +38,14 @@ pub struct ServeOptions {
     /// `maxMessageSize`). The broker's own limit always applies.
     pub max_message_size: Option<usize>,
     /// Announce the served services to TrustGraph's config service once
-    /// they are subscribed (see [`crate::announce`]); none by default.
+    /// they are subscribed (see [`crate::pulsar::announce`]); none by default.
     pub announce: Option<AnnounceOptions>,
 }
 
 /// How `serve` announces its services to TrustGraph's config service.
 ///
 /// ```
-/// use tool_service::serve::{AnnounceOptions, ServeOptions};
+/// use tool_service::pulsar::serve::{AnnounceOptions, ServeOptions};
 ///
 /// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
 /// options.announce = Some(AnnounceOptions::new("team-a").withdraw_on_exit(true));
@@ -52,12 +53,12 @@ pub struct ServeOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AnnounceOptions {
-    /// The workspace (default [`crate::announce::DEFAULT_WORKSPACE`]).
+    /// The workspace (default [`crate::pulsar::announce::DEFAULT_WORKSPACE`]).
     pub workspace: String,
     /// How long each config request waits for its reply.
     pub timeout: Duration,
     /// What to do with items of the same names that are someone else's.
-    pub on_clash: crate::announce::OnClash,
+    pub on_clash: crate::pulsar::announce::OnClash,
     /// Withdraw the services' items at shutdown. Off by default: replicas
     /// share their services, and one replica stopping must not take the
     /// tools away from the others.
@@ -65,8 +66,8 @@ pub struct AnnounceOptions {
     /// Announce the tools as `mcp-tool` tools of this MCP server instead of
     /// as `tool-service` tools (see [`Announcement::over_mcp`]).
     ///
-    /// [`Announcement::over_mcp`]: crate::announce::Announcement::over_mcp
-    pub mcp: Option<crate::announce::McpTarget>,
+    /// [`Announcement::over_mcp`]: crate::pulsar::announce::Announcement::over_mcp
+    pub mcp: Option<crate::pulsar::announce::McpTarget>,
     /// How the `tool-service` items write their queues (by default
     /// TrustGraph's `request:tg:joke`, which every TrustGraph backend reads).
     pub queue_names: crate::descriptor::QueueNames,
@@ -77,8 +78,8 @@ impl AnnounceOptions {
     pub fn new(workspace: impl Into<String>) -> Self {
         Self {
             workspace: workspace.into(),
-            timeout: crate::announce::DEFAULT_TIMEOUT,
-            on_clash: crate::announce::OnClash::Refuse,
+            timeout: crate::pulsar::announce::DEFAULT_TIMEOUT,
+            on_clash: crate::pulsar::announce::OnClash::Refuse,
             withdraw_on_exit: false,
             mcp: None,
             queue_names: crate::descriptor::QueueNames::default(),
@@ -95,7 +96,7 @@ impl AnnounceOptions {
 
 impl Default for AnnounceOptions {
     fn default() -> Self {
-        Self::new(crate::announce::DEFAULT_WORKSPACE)
+        Self::new(crate::pulsar::announce::DEFAULT_WORKSPACE)
     }
 }
 
@@ -103,7 +104,7 @@ impl ServeOptions {
     /// Serve every service on the broker at `url`, with the defaults.
     ///
     /// ```
-    /// let options = tool_service::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
+    /// let options = tool_service::pulsar::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
     /// assert_eq!(options.host.grace_period, tool_service::host::DEFAULT_GRACE_PERIOD);
     /// ```
     pub fn new(url: impl Into<String>) -> Self {
@@ -113,8 +114,8 @@ impl ServeOptions {
     /// Serve every service on this broker, with the defaults.
     ///
     /// ```
-    /// use tool_service::broker::BrokerOptions;
-    /// use tool_service::serve::ServeOptions;
+    /// use tool_service::pulsar::broker::BrokerOptions;
+    /// use tool_service::pulsar::serve::ServeOptions;
     ///
     /// let broker = BrokerOptions::new("pulsar+ssl://broker:6651").with_tls_ca_file("/etc/ca.pem");
     /// let options = ServeOptions::with_broker(broker);
@@ -135,7 +136,7 @@ impl ServeOptions {
     /// The receive window a service runs with.
     pub fn receive_window_of(&self, service: Service) -> usize {
         self.receive_window
-            .unwrap_or(RECEIVE_WINDOW)
+            .unwrap_or(DEFAULT_RECEIVE_WINDOW)
             .max(self.host.concurrency_of(service))
     }
 }
@@ -149,7 +150,7 @@ mod tests {
         let options = ServeOptions::new("pulsar://x");
         assert_eq!(options.host.concurrency, None);
         assert!(options.host.only.is_empty());
-        assert_eq!(crate::dispatch::DEFAULT_CONCURRENCY, 64);
-        assert_eq!(options.host.timeout, crate::dispatch::DEFAULT_TIMEOUT);
+        assert_eq!(crate::host::DEFAULT_CONCURRENCY, 64);
+        assert_eq!(options.host.timeout, crate::host::DEFAULT_TIMEOUT);
     }
 }

@@ -10,8 +10,8 @@ use pulsar::{Pulsar, TokioExecutor};
 /// response topic that many callers share.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
-/// use tool_service::broker::{subscribe_own, BrokerOptions};
+/// # async fn demo() -> Result<(), tool_service::pulsar::broker::pulsar::Error> {
+/// use tool_service::pulsar::broker::{subscribe_own, BrokerOptions};
 ///
 /// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
 /// let responses = subscribe_own(&pulsar, "non-persistent://tg/response/joke").await?;
@@ -95,9 +95,9 @@ pub(crate) fn response(
 /// response (or a config reply) with its request.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
+/// # async fn demo() -> Result<(), tool_service::pulsar::broker::pulsar::Error> {
 /// use futures_util::StreamExt;
-/// use tool_service::broker::{message_id, subscribe_own, BrokerOptions};
+/// use tool_service::pulsar::broker::{message_id, subscribe_own, BrokerOptions};
 ///
 /// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
 /// let mut responses = subscribe_own(&pulsar, "non-persistent://tg/response/joke").await?;

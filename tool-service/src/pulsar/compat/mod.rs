@@ -9,6 +9,8 @@
 //! | [`errors`] | a broker's `SEND_ERROR` arrives as a `Debug` dump; a consumer the client could not re-create reports one error and falls silent |
 //! | [`client_log`] | the client logs the `CONNECT` frame, token included, at trace level |
 
+// The command line installs it.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) mod client_log;
 pub(crate) mod errors;
 pub(crate) mod handshake;

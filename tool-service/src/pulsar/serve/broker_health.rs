@@ -13,8 +13,8 @@ use std::time::Duration;
 use pulsar::{Pulsar, TokioExecutor};
 use tokio::time::Instant;
 
-use crate::broker::BrokerOptions;
 use crate::metrics::Metrics;
+use crate::pulsar::broker::BrokerOptions;
 
 /// How long after an answered probe the next one starts.
 pub(super) const PROBE_EVERY: Duration = Duration::from_secs(2);
@@ -73,7 +73,7 @@ pub(super) fn pulsar_probe(
             let error = match tokio::time::timeout(PROBE_TIMEOUT, pulsar.lookup_topic(topic)).await
             {
                 Ok(Ok(_)) => return Ok(()),
-                Ok(Err(error)) => crate::broker::describe(&error),
+                Ok(Err(error)) => crate::pulsar::broker::describe(&error),
                 Err(_) => format!(
                     "a topic lookup got no answer within {}",
                     crate::duration::format(PROBE_TIMEOUT)

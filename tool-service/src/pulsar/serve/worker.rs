@@ -25,15 +25,18 @@ use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
 use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
 use super::{stop_requested, ServeError, ServiceReport};
-use crate::backoff::Backoff;
 use crate::dispatch::{self, FrameSink};
 use crate::host::RateLimiter;
 use crate::host::{Budget, Held};
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
+use crate::pulsar::backoff::Backoff;
 use crate::trace::{self, Topics};
-use crate::wire::{Frame, Request, UNKNOWN_ID};
+use crate::wire::{Frame, Request};
 use crate::{error::ToolError, spec::Service, state::State};
+
+/// The `id` answered when a request carries no `id` property, as TrustGraph does.
+const UNKNOWN_ID: &str = "unknown";
 
 /// How much one service's worker takes on.
 #[derive(Debug, Clone)]
@@ -144,16 +147,16 @@ impl PulsarWorker {
             let fit = limits.budget.limit() / (2 * limits.max_message_size.max(1));
             limits.window.min(fit.max(1))
         } else {
-            limits.window.max(super::RECEIVE_WINDOW)
+            limits.window.max(super::DEFAULT_RECEIVE_WINDOW)
         };
         let requests = PulsarRequests::subscribe(pulsar, service, permits)
             .await
             .map_err(|source| topic_error(service, "subscribe", &request_queue, source))?;
-        let producer = crate::broker::producer(pulsar, &response_queue)
+        let producer = crate::pulsar::broker::producer(pulsar, &response_queue)
             .await
             .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
         // Topic lookups may have opened connections of their own.
-        crate::pulsar_compat::nodelay::apply();
+        crate::pulsar::compat::nodelay::apply();
         tracing::info!(
             service = service.id(),
             %request_queue,

@@ -28,8 +28,8 @@ type Pending = Arc<StdMutex<HashMap<String, mpsc::UnboundedSender<Frame>>>>;
 ///
 /// ```no_run
 /// use serde_json::json;
-/// use tool_service::broker::BrokerOptions;
-/// use tool_service::client::ToolClient;
+/// use tool_service::pulsar::broker::BrokerOptions;
+/// use tool_service::pulsar::client::ToolClient;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
@@ -53,7 +53,7 @@ pub struct ToolClient {
     user: Option<String>,
     /// Keeps TCP_NODELAY on reconnected broker connections while the client
     /// lives.
-    _nodelay: crate::pulsar_compat::nodelay::Ticker,
+    _nodelay: crate::pulsar::compat::nodelay::Ticker,
 }
 
 impl std::fmt::Debug for ToolClient {
@@ -101,12 +101,12 @@ impl ToolClient {
         request_queue: &str,
         response_queue: &str,
     ) -> Result<Self, pulsar::Error> {
-        let consumer = crate::broker::subscribe_own(pulsar, response_queue).await?;
-        let producer = crate::broker::producer(pulsar, request_queue).await?;
+        let consumer = crate::pulsar::broker::subscribe_own(pulsar, response_queue).await?;
+        let producer = crate::pulsar::broker::producer(pulsar, request_queue).await?;
         // Topic lookups may have opened connections of their own; the
         // ticker covers reconnections for as long as the client lives.
-        crate::pulsar_compat::nodelay::apply();
-        let nodelay = crate::pulsar_compat::nodelay::keep_applying();
+        crate::pulsar::compat::nodelay::apply();
+        let nodelay = crate::pulsar::compat::nodelay::keep_applying();
         let pending: Pending = Arc::default();
         let reader = tokio::spawn(read_responses(consumer, Arc::clone(&pending)));
         Ok(Self {
@@ -216,7 +216,8 @@ impl ToolClient {
             // of the caller's current span: the service joins the trace.
             let publish = crate::trace::Send::request(&self.request_queue);
             let headers = publish.headers();
-            let published = crate::broker::publish(&self.producer, &id, payload, headers).await;
+            let published =
+                crate::pulsar::broker::publish(&self.producer, &id, payload, headers).await;
             if published.is_err() {
                 publish.failed(crate::error::ToolError::SEND_FAILED);
             }
@@ -269,7 +270,7 @@ async fn read_responses(mut consumer: Consumer<Vec<u8>, TokioExecutor>, pending:
             }
         };
         let _ = consumer.ack(&message).await;
-        let Some(id) = crate::broker::message_id(&message) else {
+        let Some(id) = crate::pulsar::broker::message_id(&message) else {
             continue;
         };
         let Some(sender) = pending

@@ -25,7 +25,7 @@ pub(super) const WORKSPACE_TYPE: &str = "workspace";
 ///
 /// ```
 /// assert_eq!(
-///     tool_service::announce::request_queue("default"),
+///     tool_service::pulsar::announce::request_queue("default"),
 ///     "non-persistent://tg/request/config:default"
 /// );
 /// ```
@@ -37,7 +37,7 @@ pub fn request_queue(workspace: &str) -> String {
 ///
 /// ```
 /// assert_eq!(
-///     tool_service::announce::response_queue("default"),
+///     tool_service::pulsar::announce::response_queue("default"),
 ///     "non-persistent://tg/response/config:default"
 /// );
 /// ```
@@ -49,7 +49,7 @@ pub fn response_queue(workspace: &str) -> String {
 /// they go to.
 ///
 /// ```
-/// use tool_service::announce::Announcement;
+/// use tool_service::pulsar::announce::Announcement;
 ///
 /// # fn demo(registry: &tool_service::Registry) -> Result<(), tool_service::UnknownName> {
 /// let announcement = Announcement::new(registry, &["joke-service".into()])?.in_workspace("team-a");
@@ -90,7 +90,7 @@ impl fmt::Debug for Announcement {
 /// TrustGraph's client is to send (never shown by `Debug`).
 ///
 /// ```
-/// let target = tool_service::announce::McpTarget::new("http://joke-tools:8900/mcp")
+/// let target = tool_service::pulsar::announce::McpTarget::new("http://joke-tools:8900/mcp")
 ///     .with_token("s3cret");
 /// assert!(!format!("{target:?}").contains("s3cret"));
 /// ```
@@ -195,7 +195,7 @@ impl Announcement {
     /// whole text.
     ///
     /// ```
-    /// use tool_service::{announce::Announcement, tool_service, Chunks, Registry, StreamClosed};
+    /// use tool_service::{pulsar::announce::Announcement, tool_service, Chunks, Registry, StreamClosed};
     ///
     /// /// Tell a story, a chapter at a time.
     /// #[tool_service(topic = "story", tool(name = "tell-story"))]
@@ -243,7 +243,7 @@ impl Announcement {
     /// TrustGraph's client sends as `Authorization: Bearer`.
     ///
     /// ```
-    /// use tool_service::{announce::Announcement, tool_service, Registry};
+    /// use tool_service::{pulsar::announce::Announcement, tool_service, Registry};
     ///
     /// /// Tell a joke.
     /// ///

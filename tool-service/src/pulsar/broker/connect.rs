@@ -9,12 +9,12 @@ use pulsar::{
     Authentication, ConnectionRetryOptions, OperationRetryOptions, Pulsar, TokioExecutor,
 };
 
-use crate::pulsar_compat::handshake::{BrokerInfo, HandshakeError, Refusal};
+use crate::pulsar::compat::handshake::{BrokerInfo, HandshakeError, Refusal};
 
 /// How to reach the broker.
 ///
 /// ```
-/// use tool_service::broker::BrokerOptions;
+/// use tool_service::pulsar::broker::BrokerOptions;
 ///
 /// let options = BrokerOptions::new("pulsar://127.0.0.1:6650").with_api_key("secret-token");
 /// assert!(!format!("{options:?}").contains("secret-token"));
@@ -76,7 +76,7 @@ impl BrokerOptions {
     /// is not this machine. `serve` logs it at start-up.
     ///
     /// ```
-    /// use tool_service::broker::BrokerOptions;
+    /// use tool_service::pulsar::broker::BrokerOptions;
     ///
     /// let remote = BrokerOptions::new("pulsar://pulsar:6650").with_api_key("t");
     /// assert!(remote.cleartext_token_warning().unwrap().contains("pulsar+ssl://"));
@@ -138,7 +138,7 @@ impl BrokerOptions {
         let pulsar = builder.build().await?;
         if let Some(address) = broker_address(&self.url) {
             if let Ok(addresses) = tokio::net::lookup_host(address.as_str()).await {
-                crate::pulsar_compat::nodelay::register(addresses);
+                crate::pulsar::compat::nodelay::register(addresses);
             }
         }
         Ok(pulsar)
@@ -158,7 +158,7 @@ impl BrokerOptions {
     ) -> Result<(Pulsar<TokioExecutor>, BrokerInfo), ConnectError> {
         tokio::pin!(give_up);
         let mut backoff =
-            crate::backoff::Backoff::new(Duration::from_millis(200), self.max_backoff);
+            crate::pulsar::backoff::Backoff::new(Duration::from_millis(200), self.max_backoff);
         let mut first = true;
         loop {
             // The client itself retries forever; shake hands first so that
@@ -210,7 +210,7 @@ impl BrokerOptions {
             .url
             .starts_with("pulsar+ssl://")
             .then(|| host_of(&address));
-        crate::pulsar_compat::handshake::handshake(&crate::pulsar_compat::handshake::Target {
+        crate::pulsar::compat::handshake::handshake(&crate::pulsar::compat::handshake::Target {
             address: &address,
             tls_host,
             tls_ca_file: self.tls_ca_file.as_deref(),
@@ -226,7 +226,7 @@ impl BrokerOptions {
 ///
 /// ```
 /// # fn takes(_: &dyn std::error::Error) {}
-/// # fn demo(error: tool_service::broker::ConnectError) { takes(&error);
+/// # fn demo(error: tool_service::pulsar::broker::ConnectError) { takes(&error);
 /// if error.is_refused() {
 ///     eprintln!("fix the settings: {error}");
 /// }
@@ -326,13 +326,13 @@ pub(crate) fn describe(error: &pulsar::Error) -> String {
 /// [`BrokerOptions::connect`] reached, while the returned guard lives: set
 /// now on every such connection, then every second, so that connections the
 /// client opens later (for a topic lookup, after a reconnect) get it too.
-/// `serve` and [`crate::client::ToolClient`] hold one already; a consumer or
+/// `serve` and [`crate::pulsar::client::ToolClient`] hold one already; a consumer or
 /// producer built by hand on the client needs one, or its small messages
 /// may wait up to 40 ms each for Nagle's algorithm.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), tool_service::broker::pulsar::Error> {
-/// use tool_service::broker::{keep_nodelay, BrokerOptions};
+/// # async fn demo() -> Result<(), tool_service::pulsar::broker::pulsar::Error> {
+/// use tool_service::pulsar::broker::{keep_nodelay, BrokerOptions};
 ///
 /// let pulsar = BrokerOptions::new("pulsar://127.0.0.1:6650").connect().await?;
 /// let producer = pulsar.producer().with_topic("non-persistent://tg/response/joke").build().await?;
@@ -340,9 +340,9 @@ pub(crate) fn describe(error: &pulsar::Error) -> String {
 /// # drop(producer); Ok(()) }
 /// ```
 pub fn keep_nodelay() -> NoDelay {
-    crate::pulsar_compat::nodelay::apply();
+    crate::pulsar::compat::nodelay::apply();
     NoDelay {
-        _ticker: crate::pulsar_compat::nodelay::keep_applying(),
+        _ticker: crate::pulsar::compat::nodelay::keep_applying(),
     }
 }
 
@@ -350,20 +350,7 @@ pub fn keep_nodelay() -> NoDelay {
 #[derive(Debug)]
 #[must_use = "TCP_NODELAY is kept only while the guard lives"]
 pub struct NoDelay {
-    _ticker: crate::pulsar_compat::nodelay::Ticker,
-}
-
-/// Forwards the Pulsar client's warnings and errors (it logs through the
-/// `log` crate) into `tracing`. Lower levels stay off: the client's trace
-/// output would include the authentication token. Does nothing if the
-/// process has a `log` logger already. `serve` from the command line calls
-/// it.
-///
-/// ```
-/// tool_service::broker::forward_client_logs();
-/// ```
-pub fn forward_client_logs() {
-    crate::pulsar_compat::client_log::forward();
+    _ticker: crate::pulsar::compat::nodelay::Ticker,
 }
 
 /// The host of a `host:port` address, without IPv6 brackets.

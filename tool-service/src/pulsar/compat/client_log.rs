@@ -45,7 +45,7 @@ impl log::Log for ClientLog {
 ///   connection closed first logs one too (`could not close consumer …`).
 ///
 /// `serve` probes the connection itself and logs one WARN line when it is
-/// lost and one INFO line when it is back (`serve/connection.rs`), so all
+/// lost and one INFO line when it is back (`serve/broker_health.rs`), so all
 /// of those go at debug. The rest keeps its level.
 fn level_of(level: log::Level, target: &str, message: &str) -> tracing::Level {
     let reconnecting = matches!(
