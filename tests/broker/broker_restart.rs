@@ -262,12 +262,12 @@ async fn serve_reconnects_after_a_broker_restart_under_traffic() {
     );
     let count = |needle: &str| lines.iter().filter(|line| line.contains(needle)).count();
     assert_eq!(
-        count("WARN tool_service::pulsar::serve::connection: lost the connection to the Pulsar broker"),
+        count("WARN tool_service::pulsar::serve::broker_health: lost the connection to the Pulsar broker"),
         1,
         "{lines:#?}"
     );
     assert_eq!(
-        count("INFO tool_service::pulsar::serve::connection: the connection to the Pulsar broker is back"),
+        count("INFO tool_service::pulsar::serve::broker_health: the connection to the Pulsar broker is back"),
         1,
         "{lines:#?}"
     );
