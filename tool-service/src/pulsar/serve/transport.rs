@@ -114,7 +114,11 @@ impl PulsarRequests {
 }
 
 impl Requests for PulsarRequests {
-    type Message = pulsar::consumer::Message<Vec<u8>>;
+    /// Boxed: a request moves through the loop's select, the budget and
+    /// the request's future, and the client's message is large; moving a
+    /// pointer instead saved about 4,000 instructions a request (2.6%,
+    /// `scripts/bench.sh served-instructions`).
+    type Message = Box<pulsar::consumer::Message<Vec<u8>>>;
     type Error = pulsar::Error;
 
     fn payload(message: &Self::Message) -> &[u8] {
@@ -126,7 +130,9 @@ impl Requests for PulsarRequests {
     }
 
     fn next(&mut self) -> impl Future<Output = Option<Result<Self::Message, Self::Error>>> + Send {
-        self.consumer.next()
+        futures_util::FutureExt::map(self.consumer.next(), |next| {
+            next.map(|received| received.map(Box::new))
+        })
     }
 
     fn is_lost(error: &Self::Error) -> bool {
@@ -149,7 +155,7 @@ impl Requests for PulsarRequests {
         let mut old = std::mem::replace(&mut self.consumer, consumer);
         let mut handed_over = Vec::new();
         while let Some(Some(Ok(message))) = futures_util::FutureExt::now_or_never(old.next()) {
-            handed_over.push(message);
+            handed_over.push(Box::new(message));
         }
         // Dropped, not closed: `close` goes through the consumer's engine,
         // which may be stuck delivering to a queue nobody reads any more.
