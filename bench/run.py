@@ -510,6 +510,10 @@ def render(r):
     if instructions.exists():
         import instructions as instruction_counts
         lines += [""] + instruction_counts.render(json.loads(instructions.read_text()))
+    served = ROOT / "bench" / "served_instructions.json"
+    if served.exists():
+        import served_instructions
+        lines += [""] + served_instructions.render(json.loads(served.read_text()))
     return "\n".join(lines)
 
 
