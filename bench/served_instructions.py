@@ -23,17 +23,11 @@ import json
 import pathlib
 import shutil
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import run as common  # noqa: E402
 
 IN_FLIGHT = 64
-# `serve` polls a request in its loop while the service's first polls take
-# under 50 µs, and spawns it otherwise; under callgrind every poll takes
-# some fifty times longer, so the limit is raised to keep the path a
-# request takes at full speed.
-CALLGRIND_ENV = {"TOOL_SERVICE_INLINE_LIMIT": "10ms"}
 COUNTS = (1000, 5000)
 KINDS = ("echo", "joke")
 
@@ -41,18 +35,7 @@ KINDS = ("echo", "joke")
 def refs(variant, kind, requests):
     """The service's instruction count for serving `requests` requests."""
     command, ready = command_of(variant, kind)
-    service = common.Service(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], ready,
-                             env=CALLGRIND_ENV)
-    try:
-        common.load(kind, IN_FLIGHT, requests, 0)
-    finally:
-        service.process.terminate()
-        service.process.wait(300)
-    time.sleep(0.2)
-    found = [line for line in service.lines if "I   refs:" in line]
-    if not found:
-        raise SystemExit("served_instructions.py: callgrind printed no count:\n" + "\n".join(service.lines[-20:]))
-    return int(found[-1].split(":")[1].replace(",", ""))
+    return common.callgrind_refs(command, ready, None, kind, IN_FLIGHT, requests)
 
 
 def command_of(variant, kind):

@@ -117,19 +117,8 @@ def instructions_per_request(sink):
         refs = []
         for requests in (1000, 5000):
             print(f"== callgrind: echo/{variant}, {requests} requests", file=sys.stderr, flush=True)
-            command = start(variant, "echo", sink, dry=True)
-            service = common.Service(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command[0]],
-                                     "ready", env=command[1])
-            try:
-                common.load("echo", 16, requests, 0)
-            finally:
-                service.process.terminate()
-                service.process.wait(120)
-            time.sleep(0.2)
-            found = [line for line in service.lines if "I   refs:" in line]
-            if not found:
-                raise SystemExit("traced.py: callgrind printed no count:\n" + "\n".join(service.lines[-20:]))
-            refs.append(int(found[-1].split(":")[1].replace(",", "")))
+            command, env = start(variant, "echo", sink, dry=True)
+            refs.append(common.callgrind_refs(command, "ready", env, "echo", 16, requests))
         counts[variant] = (refs[1] - refs[0]) / 4000
     return counts
 
