@@ -30,6 +30,7 @@ use crate::wire::Request;
 #[cfg(feature = "pulsar")]
 mod announce;
 mod app;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod fields;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod host;
