@@ -254,6 +254,31 @@ pub(crate) struct LogArgs {
     pub(crate) log_format: String,
 }
 
+/// The log's layer: one JSON object a line (`json`), or text.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn log_layer<S>(json: bool) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    use tracing_subscriber::Layer;
+
+    if json {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .fmt_fields(fields::PlainFields)
+            .with_writer(std::io::stderr)
+            .boxed()
+    }
+}
+
 /// Installs the log subscriber `args` describe.
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
@@ -289,32 +314,29 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
                 .add_directive(format!("rmcp::service={sessions}").parse()?)
         }
     };
-    let layer = if args.log_format.eq_ignore_ascii_case("json") {
-        tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(true)
-            .with_writer(std::io::stderr)
-            .boxed()
-    } else {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .fmt_fields(fields::PlainFields)
-            .with_writer(std::io::stderr)
-            .boxed()
-    };
+    let json = args.log_format.eq_ignore_ascii_case("json");
     #[cfg(feature = "otel")]
     let otel = crate::otel::Otel::from_env()?;
     #[cfg(feature = "otel")]
     let traces = otel.as_ref().map(crate::otel::Otel::layer);
     #[cfg(not(feature = "otel"))]
     let traces: Option<tracing_subscriber::layer::Identity> = None;
-    let installed = tracing_subscriber::registry()
-        .with(layer.with_filter(filter))
-        .with(traces)
-        .try_init()
-        .is_ok();
+    let installed = match traces {
+        // The log level filters the log only; traces have their sampler.
+        Some(traces) => tracing_subscriber::registry()
+            .with(log_layer(json).with_filter(filter))
+            .with(traces)
+            .try_init(),
+        // Nothing but the log: the level filters everything. A filter of
+        // the whole subscriber costs less than one of a layer, which looks
+        // its span up again at every enter, exit and close (about 800
+        // instructions a request, `scripts/bench.sh served-instructions`).
+        None => tracing_subscriber::registry()
+            .with(filter)
+            .with(log_layer(json))
+            .try_init(),
+    }
+    .is_ok();
     #[cfg(feature = "otel")]
     if let Some(otel) = otel {
         if installed {
