@@ -20,8 +20,9 @@ pub(super) const RETURN_DELAY: Duration = Duration::from_secs(1);
 
 /// A request and the one frame that ends its answer.
 pub(super) struct Answer<M> {
+    /// The request; its `id` property is the answer's (read where it is
+    /// needed rather than copied).
     pub(super) message: M,
-    pub(super) id: String,
     pub(super) frame: Frame,
     /// For a request that was handled (not refused): its in-flight gauge and
     /// when it started. The latency ends when the broker has the answer.

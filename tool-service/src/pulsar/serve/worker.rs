@@ -38,6 +38,11 @@ use crate::{error::ToolError, spec::Service, state::State};
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 const UNKNOWN_ID: &str = "unknown";
 
+/// The `id` a request is answered under.
+fn id_of<R: Requests>(message: &R::Message) -> &str {
+    R::id(message).unwrap_or(UNKNOWN_ID)
+}
+
 /// How much one service's worker takes on.
 #[derive(Debug, Clone)]
 pub(super) struct Limits {
@@ -455,8 +460,8 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         if self.log_payloads {
             log_payload(R::payload(&message));
         }
-        let id = R::id(&message).unwrap_or(UNKNOWN_ID).to_owned();
-        if !answerable(&id, self.limits) {
+        let id = id_of::<R>(&message);
+        if !answerable(id, self.limits) {
             // Even an error frame would carry the id, and not fit:
             // acknowledged unanswered, or it would come back.
             self.metrics.oversized();
@@ -469,7 +474,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             self.ack(&message).await;
             return;
         }
-        let span = trace::pulsar_request(self.service, &self.topics, &id, |key| {
+        let span = trace::pulsar_request(self.service, &self.topics, id, |key| {
             R::property(&message, key)
         });
         if let Some(error) = refusal {
@@ -477,7 +482,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             self.metrics.refused(error.kind());
             let answer = Answer {
                 message,
-                id,
                 frame: Frame::last(Err(error)),
                 timing: None,
                 span,
@@ -499,7 +503,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     Arc::clone(&self.topics),
                     Answer {
                         message,
-                        id,
                         frame: Frame::last(Ok(String::new())),
                         timing: Some(timing),
                         span: span.clone(),
@@ -507,7 +510,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 );
                 self.busy.spawn(span.instrument(task));
             }
-            None => self.answer(message, id, timing, span).await,
+            None => self.answer(message, timing, span).await,
         }
     }
 
@@ -517,7 +520,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     async fn answer(
         &mut self,
         message: Msg<R>,
-        id: String,
         timing: (InFlight, Instant),
         span: trace::RequestSpan,
     ) {
@@ -530,10 +532,10 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             let request_span = span.clone();
             let request = Box::pin(span.instrument(async move {
                 let request = Request::decode(R::payload(&message));
-                let frame = dispatch::reply(service, &state, &id, request, limits).await;
+                let reply = dispatch::reply(service, &state, id_of::<R>(&message), request, limits);
+                let frame = reply.await;
                 Done::Answer(Answer {
                     message,
-                    id,
                     frame,
                     timing: Some(timing),
                     span: request_span,
@@ -547,14 +549,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         let polled = {
             let _entered = span.enter();
             let state = &self.state;
-            let payload = R::payload(&message);
-            self.gate.poll_once(|| {
-                dispatch::reply(service, state, &id, Request::decode(payload), limits)
-            })
+            let (payload, id) = (R::payload(&message), id_of::<R>(&message));
+            self.gate
+                .poll_once(|| dispatch::reply(service, state, id, Request::decode(payload), limits))
         };
         let answer = |frame, span| Answer {
             message,
-            id,
             frame,
             timing: Some(timing),
             span,
@@ -579,7 +579,8 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         loop {
             let publish = trace::Send::response(&answer.span, &self.topics);
             let frame = answer.frame.encode();
-            match self.output.send(&answer.id, frame, publish.headers()).await {
+            let id = id_of::<R>(&answer.message);
+            match self.output.send(id, frame, publish.headers()).await {
                 Ok(receipt) => {
                     let sent = Sent {
                         answer,
@@ -705,7 +706,8 @@ async fn stream<R: Requests, P: Responses>(
         last: None,
     };
     let request = Request::decode(R::payload(&answer.message));
-    match dispatch::respond(service, &state, &answer.id, request, limits, &mut sink).await {
+    let id = id_of::<R>(&answer.message);
+    match dispatch::respond(service, &state, id, request, limits, &mut sink).await {
         Ok(_) => {
             answer.frame = sink
                 .last
