@@ -139,6 +139,13 @@ impl Requests for PulsarRequests {
         crate::pulsar::compat::errors::consumer_lost(error)
     }
 
+    /// Sent on a non-persistent topic too, although the broker's
+    /// subscription ignores it there (`NonPersistentSubscription::
+    /// acknowledgeMessage` is empty in 4.2.4): on a Shared subscription the
+    /// broker's consumer still records every delivered message as pending
+    /// until it is acknowledged (`Consumer::sendMessages` adds it to its
+    /// `PendingAcksMap`), so a consumer that never acknowledged would grow
+    /// the broker's memory for as long as it stayed subscribed.
     async fn ack(&mut self, message: &Self::Message) -> Result<(), Self::Error> {
         self.consumer.ack(message).await.map_err(Into::into)
     }
