@@ -29,7 +29,11 @@ use tracing_subscriber::fmt::FormatFields;
 pub(super) struct PlainFields;
 
 impl<'writer> FormatFields<'writer> for PlainFields {
-    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'writer>,
+        fields: R,
+    ) -> fmt::Result {
         // With colours, or with escapes left unsanitized (neither is how
         // the text layer is built), tracing-subscriber's own.
         if writer.has_ansi_escapes() || !writer.sanitizes_ansi_escapes() {
@@ -43,7 +47,6 @@ impl<'writer> FormatFields<'writer> for PlainFields {
         };
         fields.record(&mut visitor);
         visitor.result?;
-        let mut writer = writer;
         writer.write_str(text.as_str())
     }
 }

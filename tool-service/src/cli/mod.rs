@@ -329,7 +329,7 @@ fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
             .try_init(),
         // Nothing but the log: the level filters everything. A filter of
         // the whole subscriber costs less than one of a layer, which looks
-        // its span up again at every enter, exit and close (about 800
+        // its span up again at every enter, exit and close (about 550
         // instructions a request, `scripts/bench.sh served-instructions`).
         None => tracing_subscriber::registry()
             .with(filter)
