@@ -307,7 +307,8 @@ fn invocation(
     // handler that does not take the context gets one without the id, so
     // that the id is not copied for nothing.
     let request_id = if service.takes_context() { id } else { "" };
-    let context = Context::new(request_id, request.user.take(), service.id());
+    let context = Context::new(request_id, request.user.take(), service.id())
+        .with_granted(crate::context::granted());
     Invocation {
         request,
         context,

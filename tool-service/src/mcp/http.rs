@@ -71,8 +71,15 @@ pub struct HttpOptions {
     /// local ones (`http://localhost:*` and the like); requests without an
     /// `Origin` are not browsers' and pass.
     pub allowed_origins: Vec<String>,
-    /// When set, every request must carry `Authorization: Bearer TOKEN`.
+    /// When set, every request must carry `Authorization: Bearer TOKEN`
+    /// (TrustGraph's `mcp-tool` route sends one fixed token). With
+    /// [`Self::oauth`] too, this token is accepted beside OAuth access
+    /// tokens, and may call every tool.
     pub token: Option<String>,
+    /// OAuth 2.1 authorization as the MCP specification has it: access
+    /// tokens of one authorization server, scopes per tool, the caller in
+    /// the handler's [`Context`](crate::Context).
+    pub oauth: Option<super::OAuthOptions>,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
     /// How long a client has to send a whole request head (the request
@@ -95,6 +102,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("oauth", &self.oauth)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
@@ -109,6 +117,7 @@ impl Default for HttpOptions {
             allowed_hosts: LOCAL_HOSTS.iter().map(|host| (*host).to_owned()).collect(),
             allowed_origins: Vec::new(),
             token: None,
+            oauth: None,
             max_body_bytes: 4 * 1024 * 1024,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -127,6 +136,12 @@ impl HttpOptions {
     /// These options, requiring `Authorization: Bearer TOKEN`.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// These options, taking OAuth access tokens as `oauth` says.
+    pub fn with_oauth(mut self, oauth: super::OAuthOptions) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -160,7 +175,9 @@ type Body = BoxBody<Bytes, Infallible>;
 /// and closes.
 ///
 /// # Errors
-/// Accepting connections failed for good.
+/// Accepting connections failed for good, or the OAuth options cannot
+/// serve (a malformed issuer or resource URL, scopes for a service not
+/// served, an unreadable CA file).
 pub async fn serve_http(
     server: McpServer,
     listener: TcpListener,
@@ -174,10 +191,30 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         options.config(&stop),
     );
+    let auth = match &options.oauth {
+        Some(oauth) => {
+            let required = server
+                .required_scopes(&oauth.scopes)
+                .map_err(std::io::Error::other)?;
+            let authorizer = super::auth::Authorizer::new(
+                oauth.clone(),
+                options.token.clone(),
+                required,
+                Arc::clone(server.host().metrics()),
+            )
+            .map_err(|error| std::io::Error::other(format!("OAuth: {error}")))?;
+            Some(Arc::new(authorizer))
+        }
+        None => None,
+    };
+    let keeping_keys = auth
+        .as_ref()
+        .map(|auth| tokio::spawn(Arc::clone(auth).keep_keys()));
     // One for every connection and request: rmcp's service is answered by
     // reference, so no request copies its configuration.
     let endpoint = Arc::new(Endpoint {
         mcp,
+        auth,
         token: options.token.clone(),
         hosts: AllowedHosts::new(&options.allowed_hosts),
         body_timeout: options.body_timeout,
@@ -205,7 +242,12 @@ pub async fn serve_http(
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
             url = %format!("http://{address}{MCP_PATH}"),
-            authentication = endpoint.token.is_some(),
+            authentication = match (&endpoint.auth, &endpoint.token) {
+                (Some(_), Some(_)) => "oauth and static token",
+                (Some(_), None) => "oauth",
+                (None, Some(_)) => "static token",
+                (None, None) => "none",
+            },
             "serving MCP"
         );
     }
@@ -258,6 +300,9 @@ pub async fn serve_http(
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(1), graceful.shutdown()).await;
     sweeping.abort();
+    if let Some(keeping) = keeping_keys {
+        keeping.abort();
+    }
     Ok(())
 }
 
@@ -298,6 +343,8 @@ async fn accept_until<T>(
 /// then rmcp.
 struct Endpoint {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// OAuth, when on (it then checks the static token too).
+    auth: Option<Arc<super::auth::Authorizer>>,
     token: Option<String>,
     hosts: AllowedHosts,
     body_timeout: Duration,
@@ -452,10 +499,23 @@ impl Endpoint {
         if !self.hosts.allows(host) {
             return self.hosts.refuse(host);
         }
-        if request.uri().path() != MCP_PATH {
+        let path = request.uri().path();
+        if let Some(auth) = &self.auth {
+            if path == super::auth::METADATA_PATH || path == super::auth::ROOT_METADATA_PATH {
+                return auth.metadata_response(request.method());
+            }
+        }
+        if path != MCP_PATH {
             return plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
-        if let Some(token) = &self.token {
+        let caller = match &self.auth {
+            Some(auth) => match auth.authenticate(request.headers()).await {
+                Ok(caller) => Some(caller),
+                Err(refusal) => return auth.refuse(refusal),
+            },
+            None => None,
+        };
+        if let (None, Some(token)) = (&self.auth, &self.token) {
             if !authorized(request.headers(), token) {
                 let mut response = plain(
                     hyper::StatusCode::UNAUTHORIZED,
@@ -503,6 +563,15 @@ impl Endpoint {
                 );
             }
         };
+        let mut parts = parts;
+        if let (Some(auth), Some(caller)) = (&self.auth, caller) {
+            if let Err(refusal) = auth.check_call(&caller, &body) {
+                return auth.refuse(refusal);
+            }
+            // The token stops here: rmcp and the handler see the caller.
+            parts.headers.remove(hyper::header::AUTHORIZATION);
+            parts.extensions.insert(caller);
+        }
         let request = hyper::Request::from_parts(parts, Full::new(body));
         let mut response = self.mcp.handle(request).await;
         // A session ended: rmcp says 202, and the Python SDK (so TrustGraph's
@@ -528,13 +597,7 @@ fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
     else {
         return false;
     };
-    let (given, token) = (given.trim().as_bytes(), token.as_bytes());
-    given.len() == token.len()
-        && given
-            .iter()
-            .zip(token)
-            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
-            == 0
+    super::auth::constant_time_eq(given.trim().as_bytes(), token.as_bytes())
 }
 
 /// A refusal after which the connection closes (its request was not read

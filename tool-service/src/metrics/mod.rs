@@ -20,6 +20,8 @@
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |
+//! | `tg_tool_service_mcp_auth_refusals_total` | counter | `reason` | MCP requests refused by the port's OAuth authorization (absent unless it is on): `missing_token`, `malformed_header`, `malformed_token`, `token_too_large`, `algorithm`, `unknown_key`, `signature`, `issuer`, `audience`, `expired`, `not_yet_valid`, `inactive`, `insufficient_scope`, `issuer_unavailable` |
+//! | `tg_tool_service_mcp_auth_keys_loaded` | gauge | none | 1 once the authorization server's keys are loaded (until then `/readyz/mcp` fails) |
 //! | `tg_tool_service_trace_spans_dropped_total` | counter | none | with the `otel` feature, while tracing is on: spans not exported (the export queue was full, or the collector did not take their batch) |
 //! | `tg_tool_service_trace_spans_exported_total` | counter | none | with `otel`: spans the collector took |
 //! | `tg_tool_service_trace_contexts_ignored_total` | counter | none | with `otel`: malformed `traceparent`s ignored |
@@ -121,6 +123,17 @@ pub struct Metrics {
     app_ready: Mutex<Option<ReadinessCheck>>,
     /// The MCP port's connections, once MCP is served over HTTP.
     mcp_http: std::sync::OnceLock<McpHttpMetrics>,
+    /// The MCP port's authorization, once it is on.
+    mcp_auth: std::sync::OnceLock<McpAuthMetrics>,
+}
+
+/// The MCP port's authorization: refusals by reason, and whether the
+/// issuer's keys are loaded.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+struct McpAuthMetrics {
+    keys_loaded: AtomicBool,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 /// The MCP port's connections: open now, and closed by a limit, by why.
@@ -349,6 +362,29 @@ impl Metrics {
             .or_default() += 1;
     }
 
+    /// Records whether the authorization server's keys are loaded: until
+    /// they are, MCP is not ready.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn mcp_auth_keys_loaded(&self, loaded: bool) {
+        self.mcp_auth
+            .get_or_init(McpAuthMetrics::default)
+            .keys_loaded
+            .store(loaded, Ordering::Relaxed);
+    }
+
+    /// Counts a request the MCP port's authorization refused, by reason.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn mcp_auth_refused(&self, reason: &'static str) {
+        *self
+            .mcp_auth
+            .get_or_init(McpAuthMetrics::default)
+            .refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(reason)
+            .or_default() += 1;
+    }
+
     /// Marks the process as shutting down: [`Self::readiness`] fails from
     /// now on (`serve` calls it when SIGINT or SIGTERM starts the drain).
     pub(crate) fn set_draining(&self) {
@@ -437,6 +473,15 @@ impl Metrics {
             .clone();
         if let Some(Err(reason)) = check.map(|check| (check.0)()) {
             let _ = writeln!(failing, "not ready: {}", reason.trim_end());
+        }
+        let mcp = only.is_none_or(|transport| transport == Some("mcp"));
+        if mcp
+            && self
+                .mcp_auth
+                .get()
+                .is_some_and(|auth| !auth.keys_loaded.load(Ordering::Relaxed))
+        {
+            failing.push_str("the authorization server's keys are not loaded\n");
         }
         let services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
         let mut served = 0;
@@ -600,6 +645,31 @@ impl Metrics {
                 let count = closed.get(reason).copied().unwrap_or(0);
                 let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
             }
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(auth) = self.mcp_auth.get() {
+            let name = "tg_tool_service_mcp_auth_refusals_total";
+            let _ = writeln!(
+                out,
+                "# HELP {name} MCP requests refused by the port's authorization, by reason"
+            );
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let refused = auth.refused.lock().unwrap_or_else(PoisonError::into_inner);
+            for reason in crate::mcp::AUTH_REFUSAL_REASONS {
+                let count = refused.get(reason).copied().unwrap_or(0);
+                let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
+            }
+            let name = "tg_tool_service_mcp_auth_keys_loaded";
+            let _ = writeln!(
+                out,
+                "# HELP {name} Whether the authorization server's keys are loaded"
+            );
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(
+                out,
+                "{name} {}",
+                u8::from(auth.keys_loaded.load(Ordering::Relaxed))
+            );
         }
         let broker = self.broker.load(Ordering::Relaxed);
         if broker != BROKER_UNKNOWN {

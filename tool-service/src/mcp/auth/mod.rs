@@ -1,0 +1,1037 @@
+//! MCP authorization (revisions 2025-11-25 and 2026-07-28): the MCP HTTP
+//! port as an OAuth 2.1 resource server.
+//!
+//! - Protected resource metadata (RFC 9728) at
+//!   `/.well-known/oauth-protected-resource/mcp` and
+//!   `/.well-known/oauth-protected-resource`, naming the authorization
+//!   server, the scopes and the header as the way to send a token.
+//! - A request without a token: `401` with `WWW-Authenticate: Bearer
+//!   resource_metadata="…", scope="…"`, where a client's sign-in starts. A
+//!   bad, expired or foreign token: `401` with `error="invalid_token"`.
+//!   A malformed `Authorization` header: `400` with
+//!   `error="invalid_request"`. A call of a tool whose scopes the token
+//!   lacks: `403` with `error="insufficient_scope"` and every scope the
+//!   tool needs, so that a client can ask for them.
+//! - JWT access tokens are checked against the issuer's keys (its JWKS,
+//!   found through its RFC 8414 or OpenID metadata): the algorithm against
+//!   an allow-list without `none` and HMAC, the signature, `iss`, `exp` and
+//!   `nbf` (with a leeway), and the audience (RFC 8707): a token issued
+//!   for another resource is refused. Opaque tokens are introspected (RFC
+//!   7662) when a client id is configured, and the answer cached no longer
+//!   than the token lives.
+//! - The caller reaches the handler: [`Context::user`](crate::Context::user)
+//!   is the token's subject (or another claim), and
+//!   [`Context::scopes`](crate::Context::scopes) the scopes granted. The
+//!   token itself goes nowhere: not to rmcp, not to logs, not to the
+//!   handler.
+
+mod fetch;
+mod jwt;
+mod keys;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Map, Value};
+
+pub use jwt::Algorithm;
+
+use fetch::Fetcher;
+use keys::KeyStore;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+/// The path of the protected resource metadata of `/mcp`.
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+/// The path of the metadata at the root, which clients also try.
+pub(crate) const ROOT_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The longest token read; a longer one is refused before it is parsed.
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// The largest metadata or introspection answer read.
+const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
+
+/// The most introspection answers kept.
+const MAX_INTROSPECTED: usize = 10_000;
+
+/// How long an introspection answer is kept, at most (and a refusal).
+const INTROSPECTION_TTL: Duration = Duration::from_secs(60);
+const REFUSAL_TTL: Duration = Duration::from_secs(10);
+
+/// OAuth 2.1 authorization of the MCP HTTP port, as the MCP specification
+/// has it: this server is a resource server that trusts one authorization
+/// server (the issuer).
+///
+/// ```
+/// use tool_service::mcp::{HttpOptions, OAuthOptions};
+///
+/// let oauth = OAuthOptions::new("https://login.example.com/realms/tools", "https://tools.example.com/mcp")
+///     .user_claim("preferred_username")
+///     .scope("tickets-service", "tickets:write");
+/// let options = HttpOptions::default().with_oauth(oauth);
+/// assert!(options.oauth.is_some());
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthOptions {
+    /// The authorization server's issuer identifier, exactly as its tokens'
+    /// `iss` and its metadata's `issuer` say it. `https`, or `http` on
+    /// this machine only.
+    pub issuer: String,
+    /// The canonical URL of this MCP server, the one clients reach `/mcp`
+    /// at (behind an ingress, the public one, not the listen address):
+    /// the protected resource metadata's `resource`, and the audience
+    /// tokens must be issued for.
+    pub resource: String,
+    /// Further audiences a token may name instead of `resource` (issuers
+    /// that use an API identifier).
+    pub audiences: Vec<String>,
+    /// The claim whose value is the caller's name,
+    /// [`Context::user`](crate::Context::user): `sub` by default.
+    pub user_claim: String,
+    /// The signature algorithms accepted. Default: RS256, RS384, RS512,
+    /// PS256, PS384, PS512, ES256, ES384 and EdDSA.
+    pub algorithms: Vec<Algorithm>,
+    /// The clock skew allowed on `exp` and `nbf`.
+    pub leeway: Duration,
+    /// The scopes of a service's tools, by service id, in place of those its
+    /// attribute names.
+    pub scopes: HashMap<String, Vec<String>>,
+    /// The client id and secret this server introspects opaque tokens
+    /// with (RFC 7662); without them only JWTs are accepted.
+    pub introspection: Option<(String, String)>,
+    /// PEM certificates to trust for the issuer besides the web's roots (a
+    /// private CA).
+    pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for OAuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthOptions")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("audiences", &self.audiences)
+            .field("user_claim", &self.user_claim)
+            .field("algorithms", &self.algorithms)
+            .field("leeway", &self.leeway)
+            .field("scopes", &self.scopes)
+            .field(
+                "introspection",
+                &self
+                    .introspection
+                    .as_ref()
+                    .map(|(id, _)| (id, "<redacted>")),
+            )
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+/// [`OAuthOptions::leeway`] by default.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+
+impl OAuthOptions {
+    /// Tokens of `issuer`, for the MCP server at `resource`.
+    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            resource: resource.into(),
+            audiences: Vec::new(),
+            user_claim: String::from("sub"),
+            algorithms: Algorithm::ALL.to_vec(),
+            leeway: DEFAULT_LEEWAY,
+            scopes: HashMap::new(),
+            introspection: None,
+            ca_file: None,
+        }
+    }
+
+    /// These options, naming the caller by `claim` instead of `sub`.
+    pub fn user_claim(mut self, claim: impl Into<String>) -> Self {
+        self.user_claim = claim.into();
+        self
+    }
+
+    /// These options, with `scope` among those the tools of `service_id`
+    /// need (replacing the attribute's scopes for that service).
+    pub fn scope(mut self, service_id: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.scopes
+            .entry(service_id.into())
+            .or_default()
+            .push(scope.into());
+        self
+    }
+
+    /// Why these options cannot serve, if they cannot.
+    fn check(&self) -> Result<(), String> {
+        let url = |what: &str, text: &str| -> Result<http::Uri, String> {
+            let uri: http::Uri = text
+                .parse()
+                .map_err(|_| format!("the {what} `{text}` is not a URL"))?;
+            let host = uri.host().unwrap_or_default();
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            match uri.scheme_str() {
+                Some("https") => Ok(uri),
+                Some("http") if fetch::is_loopback(bare) => Ok(uri),
+                Some("http") => Err(format!(
+                    "the {what} `{text}` is plain http on another machine: use https \
+                     (plain http is accepted on localhost only)"
+                )),
+                _ => Err(format!("the {what} `{text}` is not an http(s) URL")),
+            }
+        };
+        url("issuer", &self.issuer)?;
+        let resource = url("resource", &self.resource)?;
+        if self.resource.contains('#') {
+            return Err(format!(
+                "the resource `{}` has a fragment; it may not",
+                self.resource
+            ));
+        }
+        if resource.path().is_empty() {
+            return Err(format!("the resource `{}` has no path", self.resource));
+        }
+        if self.user_claim.trim().is_empty() {
+            return Err(String::from("the user claim is empty"));
+        }
+        if self.algorithms.is_empty() {
+            return Err(String::from("no signature algorithm is accepted"));
+        }
+        for scopes in self.scopes.values() {
+            for scope in scopes {
+                check_scope(scope)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who called, as a valid token (or the static token) says.
+#[derive(Clone)]
+pub(crate) struct Caller {
+    pub(crate) user: Option<String>,
+    /// The scopes granted; `None` for the static token, which may call
+    /// every tool.
+    pub(crate) scopes: Option<Arc<[String]>>,
+    required: Arc<Required>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Caller")
+    }
+}
+
+impl Caller {
+    /// Whether this caller may call `tool`: every scope it needs granted.
+    pub(crate) fn may_call(&self, tool: &str) -> bool {
+        self.missing(tool).is_empty()
+    }
+
+    /// The scopes `tool` needs that this caller lacks.
+    fn missing(&self, tool: &str) -> Vec<&str> {
+        let (Some(granted), Some(needed)) = (&self.scopes, self.required.get(tool)) else {
+            return Vec::new();
+        };
+        needed
+            .iter()
+            .filter(|scope| !granted.iter().any(|has| has == *scope))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// The scopes each tool needs, by tool name.
+type Required = HashMap<String, Vec<String>>;
+
+/// Why a request was refused, as counted in
+/// `tg_tool_service_mcp_auth_refusals_total{reason}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// No token (or another scheme than Bearer).
+    Missing,
+    /// An `Authorization` header that is not a bearer token's.
+    BadRequest,
+    /// Not a JWT at all, or a claim of the wrong type.
+    Malformed,
+    /// Over [`MAX_TOKEN_BYTES`].
+    TooLarge,
+    /// An algorithm not accepted (`none`, HMAC, not in the allow-list, or
+    /// not the key's).
+    Algorithm,
+    /// Signed by a key the issuer does not publish.
+    UnknownKey,
+    /// The signature does not hold.
+    Signature,
+    /// Another issuer's.
+    Issuer,
+    /// Issued for another resource.
+    Audience,
+    Expired,
+    NotYetValid,
+    /// Introspection says it is not active.
+    Inactive,
+    /// A tool's scopes not granted.
+    InsufficientScope,
+    /// The issuer's keys are not loaded yet.
+    Unavailable,
+}
+
+/// Every reason, in the order the metrics list them.
+pub(crate) const REASONS: [&str; 14] = [
+    "missing_token",
+    "malformed_header",
+    "malformed_token",
+    "token_too_large",
+    "algorithm",
+    "unknown_key",
+    "signature",
+    "issuer",
+    "audience",
+    "expired",
+    "not_yet_valid",
+    "inactive",
+    "insufficient_scope",
+    "issuer_unavailable",
+];
+
+impl Reason {
+    /// Its label value.
+    pub(crate) fn label(self) -> &'static str {
+        REASONS[self as usize]
+    }
+
+    /// What the client is told (`error_description`, and the body).
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Missing => "this MCP server needs an OAuth access token (Authorization: Bearer)",
+            Self::BadRequest => "the Authorization header is not `Bearer` and one token",
+            Self::Malformed => "the access token is not a well-formed JWT",
+            Self::TooLarge => "the access token is too large",
+            Self::Algorithm => {
+                "the access token is signed with an algorithm this server does not accept"
+            }
+            Self::UnknownKey => "the access token is signed with a key its issuer does not publish",
+            Self::Signature => "the access token's signature does not hold",
+            Self::Issuer => "the access token is not from this server's authorization server",
+            Self::Audience => "the access token was not issued for this MCP server",
+            Self::Expired => "the access token has expired",
+            Self::NotYetValid => "the access token is not valid yet",
+            Self::Inactive => "the access token is not active",
+            Self::InsufficientScope => "the access token lacks a scope this tool needs",
+            Self::Unavailable => "the authorization server's keys are not loaded yet; retry",
+        }
+    }
+}
+
+/// A refusal: the reason, and for [`Reason::InsufficientScope`] the scopes.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    reason: Reason,
+    scopes: Vec<String>,
+}
+
+impl From<Reason> for Refusal {
+    fn from(reason: Reason) -> Self {
+        Self {
+            reason,
+            scopes: Vec::new(),
+        }
+    }
+}
+
+/// The issuer's endpoints, once discovered.
+#[derive(Debug)]
+struct Discovered {
+    keys: KeyStore,
+    introspection_endpoint: Option<String>,
+}
+
+/// The resource server: checks each request's token against the issuer.
+pub(crate) struct Authorizer {
+    options: OAuthOptions,
+    rules: jwt::Rules,
+    /// TrustGraph's route: one fixed token, which may call every tool.
+    static_token: Option<String>,
+    required: Arc<Required>,
+    /// Every scope of every tool, for the metadata and the challenge of a
+    /// request without a token.
+    all_scopes: Vec<String>,
+    metadata: Bytes,
+    metadata_url: String,
+    fetcher: Fetcher,
+    discovered: OnceLock<Discovered>,
+    introspected: Mutex<HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>>,
+    metrics: Arc<crate::metrics::Metrics>,
+    reached: AtomicBool,
+}
+
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorizer")
+            .field("issuer", &self.options.issuer)
+            .field("resource", &self.options.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authorizer {
+    /// An authorizer for `options`, whose tools need the scopes `required`
+    /// (by tool name; the overrides of `options.scopes` already applied).
+    pub(crate) fn new(
+        options: OAuthOptions,
+        static_token: Option<String>,
+        required: Required,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Result<Self, String> {
+        options.check()?;
+        let all_scopes: Vec<String> = required
+            .values()
+            .flatten()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let resource: http::Uri = options.resource.parse().map_err(|_| "bad resource")?;
+        let origin = format!(
+            "{}://{}",
+            resource.scheme_str().unwrap_or("https"),
+            resource
+                .authority()
+                .map_or("", http::uri::Authority::as_str)
+        );
+        let path = resource.path().trim_end_matches('/');
+        let metadata_url = format!("{origin}{ROOT_METADATA_PATH}{path}");
+        let metadata = json!({
+            "resource": options.resource,
+            "authorization_servers": [options.issuer],
+            // The 2026-07-28 revision: a resource does not advertise
+            // offline_access.
+            "scopes_supported": all_scopes.iter().filter(|s| *s != "offline_access").collect::<Vec<_>>(),
+            "bearer_methods_supported": ["header"],
+        });
+        let mut audiences = vec![options.resource.clone()];
+        audiences.extend(options.audiences.iter().cloned());
+        let rules = jwt::Rules {
+            issuer: options.issuer.clone(),
+            audiences,
+            algorithms: options.algorithms.clone(),
+            leeway: options.leeway,
+            user_claim: options.user_claim.clone(),
+        };
+        metrics.mcp_auth_keys_loaded(false);
+        Ok(Self {
+            fetcher: Fetcher::new(options.ca_file.as_deref())?,
+            options,
+            rules,
+            static_token: static_token.filter(|token| !token.is_empty()),
+            required: Arc::new(required),
+            all_scopes,
+            metadata: Bytes::from(metadata.to_string()),
+            metadata_url,
+            discovered: OnceLock::new(),
+            introspected: Mutex::new(HashMap::new()),
+            metrics,
+            reached: AtomicBool::new(false),
+        })
+    }
+
+    /// Finds the issuer's endpoints and keys, retrying until it answers,
+    /// then keeps the keys current; runs until dropped.
+    pub(crate) async fn keep_keys(self: Arc<Self>) {
+        let mut wait = Duration::from_secs(1);
+        let mut said = false;
+        loop {
+            match self.discover().await {
+                Ok(count) => {
+                    tracing::info!(
+                        issuer = %self.options.issuer,
+                        keys = count,
+                        "the authorization server's keys are loaded"
+                    );
+                    break;
+                }
+                Err(error) => {
+                    if said {
+                        tracing::warn!("still cannot reach the authorization server: {error}");
+                    } else {
+                        tracing::error!(
+                            "cannot reach the authorization server: {error}; until it answers, \
+                             requests with a token are answered 503 and /readyz/mcp fails \
+                             (check --oauth-issuer)"
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+        let Some(discovered) = self.discovered.get() else {
+            return;
+        };
+        let mut ticks = tokio::time::interval(keys::REFRESH);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if let Err(error) = discovered.keys.fetch().await {
+                discovered.keys.warn_stale(&error);
+            }
+        }
+    }
+
+    /// Reads the issuer's metadata, then its keys; how many keys.
+    async fn discover(&self) -> Result<usize, String> {
+        if let Some(discovered) = self.discovered.get() {
+            return discovered.keys.fetch().await;
+        }
+        let metadata = self.metadata_of_issuer().await?;
+        let jwks_uri = match metadata.get("jwks_uri") {
+            Some(Value::String(uri)) => uri.clone(),
+            _ => {
+                return Err(format!(
+                    "the metadata of {} has no jwks_uri",
+                    self.options.issuer
+                ))
+            }
+        };
+        let introspection_endpoint = metadata
+            .get("introspection_endpoint")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if self.options.introspection.is_some() && introspection_endpoint.is_none() {
+            tracing::warn!(
+                "the authorization server has no introspection_endpoint: opaque tokens will be refused"
+            );
+        }
+        let keys = KeyStore::new(jwks_uri, self.fetcher.clone());
+        let count = keys.fetch().await?;
+        let _ = self.discovered.set(Discovered {
+            keys,
+            introspection_endpoint,
+        });
+        self.reached.store(true, Ordering::Relaxed);
+        self.metrics.mcp_auth_keys_loaded(true);
+        Ok(count)
+    }
+
+    /// The issuer's RFC 8414 metadata, or its OpenID configuration; its
+    /// `issuer` must be the one configured.
+    async fn metadata_of_issuer(&self) -> Result<Map<String, Value>, String> {
+        let issuer = self.options.issuer.trim_end_matches('/');
+        let uri: http::Uri = issuer.parse().map_err(|_| "the issuer is not a URL")?;
+        let origin = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("https"),
+            uri.authority().map_or("", http::uri::Authority::as_str)
+        );
+        let path = uri.path().trim_end_matches('/');
+        let candidates = [
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{issuer}/.well-known/openid-configuration"),
+        ];
+        let mut errors = Vec::new();
+        for url in candidates.iter().collect::<BTreeSet<_>>() {
+            match self.fetcher.get(url, MAX_DOCUMENT_BYTES).await {
+                Ok(body) => {
+                    let metadata: Map<String, Value> = serde_json::from_slice(&body)
+                        .map_err(|error| format!("{url} is not a JSON object: {error}"))?;
+                    return match metadata.get("issuer") {
+                        Some(Value::String(named)) if *named == self.options.issuer => Ok(metadata),
+                        named => Err(format!(
+                            "{url} names the issuer {}, not {} (the issuer must be written \
+                             exactly as the authorization server names itself)",
+                            named.map_or_else(|| String::from("nothing"), Value::to_string),
+                            self.options.issuer
+                        )),
+                    };
+                }
+                Err(error) => errors.push(error),
+            }
+        }
+        Err(errors.join("; "))
+    }
+
+    /// The protected resource metadata, for a `GET` of either path.
+    pub(crate) fn metadata_response(&self, method: &http::Method) -> hyper::Response<Body> {
+        if method != http::Method::GET && method != http::Method::HEAD {
+            let mut response = text(http::StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
+            response.headers_mut().insert(
+                http::header::ALLOW,
+                http::HeaderValue::from_static("GET, HEAD"),
+            );
+            return response;
+        }
+        let mut response = hyper::Response::new(Full::new(self.metadata.clone()).boxed());
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        // A public document, which browser-based clients read from their
+        // own origin.
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            http::HeaderValue::from_static("*"),
+        );
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("max-age=300"),
+        );
+        response
+    }
+
+    /// Who is calling, from the request's `Authorization` header.
+    pub(crate) async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, Refusal> {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return Err(match headers.contains_key(http::header::AUTHORIZATION) {
+                true => Reason::BadRequest.into(),
+                false => Reason::Missing.into(),
+            });
+        };
+        let bytes = value.as_bytes();
+        let Some(scheme_end) = bytes.iter().position(|b| *b == b' ') else {
+            return Err(Reason::Missing.into());
+        };
+        if !bytes[..scheme_end].eq_ignore_ascii_case(b"bearer") {
+            // Another scheme (Basic, …): as if there were no token.
+            return Err(Reason::Missing.into());
+        }
+        let token = value.to_str().map_err(|_| Reason::BadRequest)?[scheme_end..].trim();
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Reason::TooLarge.into());
+        }
+        // RFC 6750's b64token.
+        if token.is_empty()
+            || !token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b))
+        {
+            return Err(Reason::BadRequest.into());
+        }
+        if let Some(fixed) = &self.static_token {
+            if constant_time_eq(token.as_bytes(), fixed.as_bytes()) {
+                return Ok(Caller {
+                    user: None,
+                    scopes: None,
+                    required: Arc::clone(&self.required),
+                });
+            }
+        }
+        let Some(discovered) = self.discovered.get() else {
+            return Err(Reason::Unavailable.into());
+        };
+        let claims = if jwt::looks_like_jwt(token) {
+            self.check_jwt(discovered, token).await?
+        } else {
+            self.introspect(discovered, token).await?
+        };
+        Ok(Caller {
+            user: claims.user,
+            scopes: Some(claims.scopes.into()),
+            required: Arc::clone(&self.required),
+        })
+    }
+
+    async fn check_jwt(&self, discovered: &Discovered, token: &str) -> Result<jwt::Claims, Reason> {
+        let parsed = jwt::parse(token, &self.rules)?;
+        let mut keys = discovered.keys.keys().ok_or(Reason::Unavailable)?;
+        if let Some(kid) = &parsed.kid {
+            if keys.get(kid).is_none() {
+                // A key the issuer may just have added (rotation).
+                keys = discovered
+                    .keys
+                    .refetch_for(kid)
+                    .await
+                    .ok_or(Reason::Unavailable)?;
+            }
+        }
+        parsed.check(&keys, &self.rules, jwt::now())
+    }
+
+    /// An opaque token's claims, from the issuer's introspection endpoint
+    /// (cached no longer than the token lives, and at most a minute).
+    async fn introspect(
+        &self,
+        discovered: &Discovered,
+        token: &str,
+    ) -> Result<jwt::Claims, Reason> {
+        let (Some((client, secret)), Some(endpoint)) = (
+            &self.options.introspection,
+            &discovered.introspection_endpoint,
+        ) else {
+            return Err(Reason::Malformed);
+        };
+        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .expect("SHA-256 is 32 bytes");
+        let now = Instant::now();
+        if let Some((answer, until)) = self.cache().get(&digest) {
+            if *until > now {
+                return answer.clone();
+            }
+        }
+        let form = [("token", token), ("token_type_hint", "access_token")];
+        let answer = match self
+            .fetcher
+            .post_form(endpoint, Some((client, secret)), &form, MAX_DOCUMENT_BYTES)
+            .await
+        {
+            Ok(body) => self.introspection_claims(&body),
+            Err(error) => {
+                tracing::warn!("cannot introspect a token: {error}");
+                return Err(Reason::Unavailable);
+            }
+        };
+        let until = match &answer {
+            Ok(claims) => {
+                let left = claims.expires.saturating_sub(jwt::now());
+                now + INTROSPECTION_TTL.min(Duration::from_secs(left))
+            }
+            Err(_) => now + REFUSAL_TTL,
+        };
+        let mut cache = self.cache();
+        if cache.len() >= MAX_INTROSPECTED {
+            cache.retain(|_, (_, until)| *until > now);
+            if cache.len() >= MAX_INTROSPECTED {
+                cache.clear();
+            }
+        }
+        cache.insert(digest, (answer.clone(), until));
+        answer
+    }
+
+    fn cache(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>> {
+        self.introspected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The claims of an introspection answer: active, then checked as a
+    /// JWT's are (the issuer implied when absent; no `exp` lives a minute).
+    fn introspection_claims(&self, body: &[u8]) -> Result<jwt::Claims, Reason> {
+        let mut answer: Map<String, Value> =
+            serde_json::from_slice(body).map_err(|_| Reason::Inactive)?;
+        if answer.get("active") != Some(&Value::Bool(true)) {
+            return Err(Reason::Inactive);
+        }
+        answer
+            .entry("iss")
+            .or_insert_with(|| Value::String(self.options.issuer.clone()));
+        answer
+            .entry("exp")
+            .or_insert_with(|| json!(jwt::now() + INTROSPECTION_TTL.as_secs()));
+        jwt::claims(&answer, &self.rules, jwt::now())
+    }
+
+    /// Whether `caller` may make the JSON-RPC request `body`: for a
+    /// `tools/call`, every scope of the tool granted.
+    pub(crate) fn check_call(&self, caller: &Caller, body: &[u8]) -> Result<(), Refusal> {
+        if caller.scopes.is_none() {
+            return Ok(());
+        }
+        #[derive(serde::Deserialize)]
+        struct Message<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+            params: Option<Params<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            name: Option<std::borrow::Cow<'a, str>>,
+        }
+        // Not a message rmcp would take: it answers that itself.
+        let Ok(message) = serde_json::from_slice::<Message<'_>>(body) else {
+            return Ok(());
+        };
+        if message.method.as_deref() != Some("tools/call") {
+            return Ok(());
+        }
+        let Some(name) = message.params.and_then(|params| params.name) else {
+            return Ok(());
+        };
+        let missing = caller.missing(&name);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        // Every scope the tool needs, so that one step-up suffices.
+        let scopes = self
+            .required
+            .get(name.as_ref())
+            .cloned()
+            .unwrap_or_default();
+        Err(Refusal {
+            reason: Reason::InsufficientScope,
+            scopes,
+        })
+    }
+
+    /// The answer to a refused request: its status and challenge, counted.
+    pub(crate) fn refuse(&self, refusal: Refusal) -> hyper::Response<Body> {
+        let reason = refusal.reason;
+        self.metrics.mcp_auth_refused(reason.label());
+        tracing::debug!(reason = reason.label(), "an MCP request refused");
+        let (status, error) = match reason {
+            Reason::Missing => (http::StatusCode::UNAUTHORIZED, None),
+            Reason::BadRequest => (http::StatusCode::BAD_REQUEST, Some("invalid_request")),
+            Reason::InsufficientScope => (http::StatusCode::FORBIDDEN, Some("insufficient_scope")),
+            Reason::Unavailable => (http::StatusCode::SERVICE_UNAVAILABLE, None),
+            _ => (http::StatusCode::UNAUTHORIZED, Some("invalid_token")),
+        };
+        let scopes = match reason {
+            Reason::InsufficientScope => refusal.scopes.join(" "),
+            _ => self.all_scopes.join(" "),
+        };
+        let mut challenge = String::from("Bearer ");
+        if let Some(error) = error {
+            challenge.push_str(&format!(
+                "error=\"{error}\", error_description=\"{}\", ",
+                reason.describe()
+            ));
+        }
+        challenge.push_str(&format!("resource_metadata=\"{}\"", self.metadata_url));
+        if !scopes.is_empty() {
+            challenge.push_str(&format!(", scope=\"{scopes}\""));
+        }
+        let mut body = format!("{}\n", reason.describe());
+        if reason == Reason::InsufficientScope {
+            body = format!("{}: it needs {scopes}\n", reason.describe());
+        }
+        let mut response = text(status, body);
+        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(http::header::WWW_AUTHENTICATE, value);
+        }
+        if reason == Reason::Unavailable {
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("5"),
+            );
+        }
+        response
+    }
+}
+
+fn text(status: http::StatusCode, body: String) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Why `scope` is not an RFC 6749 scope token (printable ASCII but space,
+/// `"` and `\`), if it is not.
+fn check_scope(scope: &str) -> Result<(), String> {
+    match scope
+        .bytes()
+        .find(|b| !matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+    {
+        _ if scope.is_empty() => Err(String::from("a scope is empty")),
+        Some(_) => Err(format!(
+            "the scope `{scope}` has a character a scope may not have (printable ASCII \
+             but space, `\"` and `\\`)"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether two byte strings are equal, in time that does not depend on
+/// where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jwt::tests::{good_claims, Signer};
+
+    fn authorizer(signer: &Signer) -> Authorizer {
+        let options = OAuthOptions::new("https://issuer.example", "https://tools.example/mcp");
+        let required = HashMap::from([
+            ("list-tickets".to_owned(), vec!["tickets:read".to_owned()]),
+            (
+                "close-ticket".to_owned(),
+                vec!["tickets:read".to_owned(), "tickets:admin".to_owned()],
+            ),
+        ]);
+        let auth = Authorizer::new(
+            options,
+            Some("static-token".into()),
+            required,
+            Arc::new(crate::metrics::Metrics::new()),
+        )
+        .unwrap();
+        let keys = keys::KeySet::from_jwks(&json!({"keys": [signer.jwk()]}), 10).0;
+        let _ = auth.discovered.set(Discovered {
+            keys: KeyStore::with_keys(keys),
+            introspection_endpoint: None,
+        });
+        auth
+    }
+
+    fn bearer(token: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        headers
+    }
+
+    async fn challenge(auth: &Authorizer, headers: &http::HeaderMap) -> (u16, String) {
+        let refusal = auth.authenticate(headers).await.unwrap_err();
+        let response = auth.refuse(refusal);
+        let value = response.headers()[http::header::WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        (response.status().as_u16(), value)
+    }
+
+    #[tokio::test]
+    async fn requests_are_refused_with_the_challenge_a_client_signs_in_from() {
+        let signer = Signer::new("k1");
+        let auth = authorizer(&signer);
+        let meta =
+            "resource_metadata=\"https://tools.example/.well-known/oauth-protected-resource/mcp\"";
+        let (status, value) = challenge(&auth, &http::HeaderMap::new()).await;
+        assert_eq!(status, 401);
+        assert_eq!(
+            value,
+            format!("Bearer {meta}, scope=\"tickets:admin tickets:read\"")
+        );
+        let mut basic = http::HeaderMap::new();
+        basic.insert(http::header::AUTHORIZATION, "Basic YTpi".parse().unwrap());
+        assert_eq!(challenge(&auth, &basic).await.0, 401);
+        for malformed in ["Bearer", "Bearer a b", "Bearer {x}"] {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(http::header::AUTHORIZATION, malformed.parse().unwrap());
+            let (status, value) = challenge(&auth, &headers).await;
+            assert_eq!(
+                status,
+                if malformed == "Bearer" { 401 } else { 400 },
+                "{malformed}"
+            );
+            if status == 400 {
+                assert!(value.contains("error=\"invalid_request\""), "{value}");
+            }
+        }
+        let mut expired = good_claims();
+        expired["exp"] = json!(jwt::now() - 100);
+        let (status, value) = challenge(&auth, &bearer(&signer.sign(&expired))).await;
+        assert_eq!(status, 401);
+        assert!(value.starts_with("Bearer error=\"invalid_token\", error_description=\"the access token has expired\""), "{value}");
+        assert!(value.contains(meta), "{value}");
+        let huge = "a".repeat(MAX_TOKEN_BYTES + 1);
+        let (status, value) = challenge(&auth, &bearer(&huge)).await;
+        assert_eq!(status, 401);
+        assert!(value.contains("too large"), "{value}");
+        // An opaque token without introspection configured.
+        assert_eq!(challenge(&auth, &bearer("opaque-token")).await.0, 401);
+        let rendered = auth.metrics.render();
+        assert!(
+            rendered.contains("tg_tool_service_mcp_auth_refusals_total{reason=\"expired\"} 1"),
+            "{rendered}"
+        );
+    }
+
+    #[tokio::test]
+    async fn scopes_decide_which_tools_a_caller_may_call() {
+        let signer = Signer::new("k1");
+        let auth = authorizer(&signer);
+        let mut reader = good_claims();
+        reader["scope"] = json!("tickets:read");
+        let caller = auth
+            .authenticate(&bearer(&signer.sign(&reader)))
+            .await
+            .unwrap();
+        assert_eq!(caller.user.as_deref(), Some("alice"));
+        assert!(caller.may_call("list-tickets") && !caller.may_call("close-ticket"));
+        let call = |tool: &str| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}})
+                .to_string()
+        };
+        assert!(auth
+            .check_call(&caller, call("list-tickets").as_bytes())
+            .is_ok());
+        let refused = auth
+            .check_call(&caller, call("close-ticket").as_bytes())
+            .unwrap_err();
+        let response = auth.refuse(refused);
+        assert_eq!(response.status(), 403);
+        let value = response.headers()[http::header::WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap();
+        assert!(value.contains("error=\"insufficient_scope\""), "{value}");
+        // Every scope the tool needs, not only the missing one.
+        assert!(
+            value.contains("scope=\"tickets:read tickets:admin\""),
+            "{value}"
+        );
+        assert!(auth
+            .check_call(&caller, br#"{"method": "tools/list"}"#)
+            .is_ok());
+
+        let fixed = auth.authenticate(&bearer("static-token")).await.unwrap();
+        assert!(fixed.user.is_none() && fixed.may_call("close-ticket"));
+        assert!(auth
+            .check_call(&fixed, call("close-ticket").as_bytes())
+            .is_ok());
+    }
+
+    #[test]
+    fn the_metadata_names_the_resource_the_issuer_and_the_scopes() {
+        let auth = authorizer(&Signer::new("k1"));
+        let metadata: Value = serde_json::from_slice(&auth.metadata).unwrap();
+        assert_eq!(
+            metadata,
+            json!({"resource": "https://tools.example/mcp",
+                   "authorization_servers": ["https://issuer.example"],
+                   "scopes_supported": ["tickets:admin", "tickets:read"],
+                   "bearer_methods_supported": ["header"]})
+        );
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let check = |issuer: &str, resource: &str| OAuthOptions::new(issuer, resource).check();
+        assert!(check("https://a.example", "https://b.example/mcp").is_ok());
+        assert!(check("http://127.0.0.1:9000", "http://localhost:8900/mcp").is_ok());
+        let refused = check("http://a.example", "https://b.example/mcp").unwrap_err();
+        assert!(
+            refused.contains("plain http on another machine"),
+            "{refused}"
+        );
+        assert!(check("https://a.example", "https://b.example/mcp#x").is_err());
+        assert!(check("a.example", "https://b.example/mcp").is_err());
+        let bad_scope =
+            OAuthOptions::new("https://a.example", "https://b.example/mcp").scope("s", "has space");
+        assert!(bad_scope.check().is_err());
+        let shown = format!(
+            "{:?}",
+            OAuthOptions {
+                introspection: Some(("id".into(), "s3cret".into())),
+                ..OAuthOptions::new("https://a.example", "https://b.example/mcp")
+            }
+        );
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+}
