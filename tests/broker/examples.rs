@@ -424,3 +424,36 @@ fn serve_help_names_the_token_variables_never_their_values() {
     );
     assert!(!help.contains("very-secret-token"), "{help}");
 }
+
+/// The tickets example's handler refuses by user over Pulsar as it does
+/// over MCP (interop/test_mcp_oauth.py): the owner closes a ticket,
+/// another user is told who may; a scope no token grants here
+/// (`tickets:admin`) lets nobody through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tickets_handler_knows_its_caller_over_pulsar() {
+    let _suite = support::suite(module_path!());
+    let replica = support::Replica::start("tickets", &["--metrics-port", "0"]);
+    let mut raw = support::RawTopic::open("non-persistent", "close-ticket").await;
+    let arguments = r#"{\"id\": 3}"#;
+    for (user, answer) in [
+        ("alice", Ok("Closed ticket #3: Order more coffee")),
+        (
+            "bob",
+            Err("ticket #3 belongs to alice: only its owner or an admin may close it"),
+        ),
+    ] {
+        let payload = format!(r#"{{"user": "{user}", "config": "{{}}", "arguments": "{arguments}"}}"#);
+        raw.send(payload.as_bytes(), Some(user)).await;
+        let (id, frame) = raw.receive().await;
+        assert_eq!(id.as_deref(), Some(user));
+        match answer {
+            Ok(text) => {
+                assert!(frame.error.is_none(), "{frame:?}");
+                assert_eq!(frame.response, text);
+            }
+            Err(text) => assert_eq!(frame.error.unwrap().message(), text),
+        }
+    }
+    let (status, _) = replica.finish();
+    assert!(status.success());
+}

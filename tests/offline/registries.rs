@@ -7,7 +7,7 @@ use crate::support;
 
 use std::process::Command;
 
-const EXAMPLES: [&str; 8] = [
+const EXAMPLES: [&str; 9] = [
     "conformance",
     "custom_rag",
     "echo",
@@ -15,6 +15,7 @@ const EXAMPLES: [&str; 8] = [
     "joke",
     "schema_corpus",
     "streaming",
+    "tickets",
     "two_crates",
 ];
 

@@ -72,8 +72,8 @@ impl Context {
     /// ```
     /// let ctx = tool_service::Context::new("req-1", Some("alice".into()), "tickets-service")
     ///     .with_scopes(["tickets:read"]);
-    /// assert!(ctx.allows("tickets:read"));
-    /// assert!(!ctx.allows("tickets:write"));
+    /// assert!(ctx.has_scope("tickets:read"));
+    /// assert!(!ctx.has_scope("tickets:write"));
     /// ```
     pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes = Some(scopes.into_iter().map(Into::into).collect());
@@ -101,9 +101,11 @@ impl Context {
         self.scopes.as_deref()
     }
 
-    /// Whether the caller may act under `scope`: its token grants it, or
-    /// no token is checked per call (see [`Self::scopes`]). A handler that
-    /// refuses by scope with it works unchanged on every transport.
+    /// Whether the caller's access token grants `scope`. `false` where no
+    /// token is checked per call (see [`Self::scopes`]): a privilege a
+    /// handler grants by scope is never granted by default. The scopes the
+    /// attribute names are checked before the handler runs; this is for
+    /// what the handler decides itself.
     ///
     /// ```
     /// use tool_service::{tool_service, Context, ToolError};
@@ -114,16 +116,17 @@ impl Context {
     /// /// * `id` - The ticket's number.
     /// #[tool_service(topic = "close-ticket")]
     /// async fn close_ticket(id: u64, #[context] ctx: &Context) -> Result<String, ToolError> {
-    ///     if !ctx.allows("tickets:admin") && ctx.user() != Some("alice") {
+    ///     // The same on Pulsar (TrustGraph's `user`) and MCP (the token's subject).
+    ///     if ctx.user() != Some("alice") && !ctx.has_scope("tickets:admin") {
     ///         return Err(ToolError::new("only alice or an admin may close tickets"));
     ///     }
     ///     Ok(format!("ticket {id} closed"))
     /// }
     /// ```
-    pub fn allows(&self, scope: &str) -> bool {
+    pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes
             .as_ref()
-            .is_none_or(|granted| granted.iter().any(|has| has == scope))
+            .is_some_and(|granted| granted.iter().any(|has| has == scope))
     }
 
     /// The correlation id of the request (`unknown` when the caller sent none).

@@ -59,6 +59,93 @@ pub(crate) struct McpHttpArgs {
     /// providers take which.
     #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
     pub(super) schema_flavor: String,
+    #[command(flatten)]
+    oauth: OAuthArgs,
+}
+
+/// OAuth 2.1 authorization of the MCP port (the MCP specification's).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "MCP authorization (OAuth 2.1)")]
+struct OAuthArgs {
+    /// Take OAuth access tokens of this authorization server (its issuer
+    /// identifier, exactly as its tokens' `iss` says; https, or http on
+    /// localhost). Needs --oauth-resource.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_ISSUER", value_name = "URL", requires = "oauth_resource")]
+    oauth_issuer: Option<String>,
+    /// The URL clients reach this server's /mcp at (behind an ingress, the
+    /// public one): the audience tokens must be issued for, and the
+    /// protected resource metadata's `resource`.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_RESOURCE", value_name = "URL", requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+    /// Also take tokens whose `aud` is this (repeatable; issuers that name
+    /// an API identifier instead of the URL).
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_AUDIENCE", value_delimiter = ',', value_name = "AUDIENCE", requires = "oauth_issuer")]
+    oauth_audience: Vec<String>,
+    /// The token claim that names the caller (`ctx.user()`), e.g.
+    /// `preferred_username` or `email`.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_USER_CLAIM", default_value = "sub", value_name = "CLAIM")]
+    oauth_user_claim: String,
+    /// The scopes a service's tools need, in place of its attribute's
+    /// (repeatable; `SERVICE_ID=` alone: none).
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_SCOPE", value_delimiter = ',', value_name = "SERVICE_ID=SCOPE", value_parser = parse_scope, requires = "oauth_issuer")]
+    oauth_scope: Vec<(String, String)>,
+    /// The signature algorithms accepted (repeatable; default RS256, RS384,
+    /// RS512, PS256, PS384, PS512, ES256, ES384, EdDSA; never `none` or HMAC).
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_ALGORITHM", value_delimiter = ',', value_name = "ALG")]
+    oauth_algorithm: Vec<crate::mcp::Algorithm>,
+    /// The clock skew allowed on a token's `exp` and `nbf`. Units ms, s, m, h.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_LEEWAY", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    oauth_leeway: Duration,
+    /// The client id to introspect opaque tokens with (RFC 7662), with
+    /// --oauth-client-secret-file; without it only JWT access tokens are taken.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_CLIENT_ID", value_name = "ID", requires = "oauth_client_secret_file")]
+    oauth_client_id: Option<String>,
+    /// A file holding that client's secret.
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_CLIENT_SECRET_FILE", value_name = "FILE", requires = "oauth_client_id")]
+    oauth_client_secret_file: Option<std::path::PathBuf>,
+    /// PEM certificates to trust for the authorization server, besides the
+    /// web's roots (a private CA).
+    #[arg(long, env = "TOOL_SERVICE_OAUTH_CA_FILE", value_name = "FILE")]
+    oauth_ca_file: Option<std::path::PathBuf>,
+}
+
+/// `SERVICE_ID=SCOPE`, or `SERVICE_ID=` for none.
+fn parse_scope(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((service, scope)) if !service.trim().is_empty() => {
+            Ok((service.trim().to_owned(), scope.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "`{text}` is not SERVICE_ID=SCOPE, e.g. tickets-service=tickets:write"
+        )),
+    }
+}
+
+impl OAuthArgs {
+    fn options(&self) -> Result<Option<crate::mcp::OAuthOptions>, BoxError> {
+        let (Some(issuer), Some(resource)) = (&self.oauth_issuer, &self.oauth_resource) else {
+            return Ok(None);
+        };
+        let mut options = crate::mcp::OAuthOptions::new(issuer, resource)
+            .user_claim(self.oauth_user_claim.clone());
+        options.audiences.clone_from(&self.oauth_audience);
+        if !self.oauth_algorithm.is_empty() {
+            options.algorithms.clone_from(&self.oauth_algorithm);
+        }
+        options.leeway = self.oauth_leeway;
+        for (service, scope) in &self.oauth_scope {
+            let scopes = options.scopes.entry(service.clone()).or_default();
+            if !scope.is_empty() {
+                scopes.push(scope.clone());
+            }
+        }
+        if let (Some(id), Some(file)) = (&self.oauth_client_id, &self.oauth_client_secret_file) {
+            let secret = super::read_token_file("--oauth-client-secret-file", file)?;
+            options.introspection = Some((id.clone(), secret));
+        }
+        options.ca_file.clone_from(&self.oauth_ca_file);
+        Ok(Some(options))
+    }
 }
 
 impl McpHttpArgs {
@@ -81,6 +168,7 @@ impl McpHttpArgs {
             allowed_hosts,
             allowed_origins: self.mcp_allowed_origin.clone(),
             token,
+            oauth: self.oauth.options()?,
             header_timeout: self.mcp_header_timeout,
             body_timeout: self.mcp_body_timeout,
             max_connections: self.mcp_max_connections as usize,
