@@ -52,6 +52,7 @@
 
 mod connections;
 mod http;
+mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
