@@ -53,6 +53,7 @@
 mod auth;
 mod connections;
 mod http;
+mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
