@@ -59,6 +59,23 @@ pub(crate) struct McpHttpArgs {
     /// providers take which.
     #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
     pub(super) schema_flavor: String,
+    /// Serve MCP over HTTPS with this PEM certificate chain (with
+    /// --mcp-tls-key); both files are read again when they change.
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_MCP_TLS_CERT",
+        value_name = "FILE",
+        requires = "mcp_tls_key"
+    )]
+    mcp_tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --mcp-tls-cert (PKCS#8, PKCS#1 or SEC1 PEM).
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_MCP_TLS_KEY",
+        value_name = "FILE",
+        requires = "mcp_tls_cert"
+    )]
+    mcp_tls_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     oauth: OAuthArgs,
 }
@@ -70,20 +87,41 @@ struct OAuthArgs {
     /// Take OAuth access tokens of this authorization server (its issuer
     /// identifier, exactly as its tokens' `iss` says; https, or http on
     /// localhost). Needs --oauth-resource.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_ISSUER", value_name = "URL", requires = "oauth_resource")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_ISSUER",
+        value_name = "URL",
+        requires = "oauth_resource"
+    )]
     oauth_issuer: Option<String>,
     /// The URL clients reach this server's /mcp at (behind an ingress, the
     /// public one): the audience tokens must be issued for, and the
     /// protected resource metadata's `resource`.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_RESOURCE", value_name = "URL", requires = "oauth_issuer")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_RESOURCE",
+        value_name = "URL",
+        requires = "oauth_issuer"
+    )]
     oauth_resource: Option<String>,
     /// Also take tokens whose `aud` is this (repeatable; issuers that name
     /// an API identifier instead of the URL).
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_AUDIENCE", value_delimiter = ',', value_name = "AUDIENCE", requires = "oauth_issuer")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_AUDIENCE",
+        value_delimiter = ',',
+        value_name = "AUDIENCE",
+        requires = "oauth_issuer"
+    )]
     oauth_audience: Vec<String>,
     /// The token claim that names the caller (`ctx.user()`), e.g.
     /// `preferred_username` or `email`.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_USER_CLAIM", default_value = "sub", value_name = "CLAIM")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_USER_CLAIM",
+        default_value = "sub",
+        value_name = "CLAIM"
+    )]
     oauth_user_claim: String,
     /// The scopes a service's tools need, in place of its attribute's
     /// (repeatable; `SERVICE_ID=` alone: none).
@@ -91,17 +129,32 @@ struct OAuthArgs {
     oauth_scope: Vec<(String, String)>,
     /// The signature algorithms accepted (repeatable; default RS256, RS384,
     /// RS512, PS256, PS384, PS512, ES256, ES384, EdDSA; never `none` or HMAC).
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_ALGORITHM", value_delimiter = ',', value_name = "ALG")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_ALGORITHM",
+        value_delimiter = ',',
+        value_name = "ALG"
+    )]
     oauth_algorithm: Vec<crate::mcp::Algorithm>,
     /// The clock skew allowed on a token's `exp` and `nbf`. Units ms, s, m, h.
     #[arg(long, env = "TOOL_SERVICE_OAUTH_LEEWAY", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
     oauth_leeway: Duration,
     /// The client id to introspect opaque tokens with (RFC 7662), with
     /// --oauth-client-secret-file; without it only JWT access tokens are taken.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_CLIENT_ID", value_name = "ID", requires = "oauth_client_secret_file")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_CLIENT_ID",
+        value_name = "ID",
+        requires = "oauth_client_secret_file"
+    )]
     oauth_client_id: Option<String>,
     /// A file holding that client's secret.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_CLIENT_SECRET_FILE", value_name = "FILE", requires = "oauth_client_id")]
+    #[arg(
+        long,
+        env = "TOOL_SERVICE_OAUTH_CLIENT_SECRET_FILE",
+        value_name = "FILE",
+        requires = "oauth_client_id"
+    )]
     oauth_client_secret_file: Option<std::path::PathBuf>,
     /// PEM certificates to trust for the authorization server, besides the
     /// web's roots (a private CA).
@@ -169,6 +222,10 @@ impl McpHttpArgs {
             allowed_origins: self.mcp_allowed_origin.clone(),
             token,
             oauth: self.oauth.options()?,
+            tls: match (&self.mcp_tls_cert, &self.mcp_tls_key) {
+                (Some(cert), Some(key)) => Some(crate::mcp::TlsFiles::new(cert, key)),
+                _ => None,
+            },
             header_timeout: self.mcp_header_timeout,
             body_timeout: self.mcp_body_timeout,
             max_connections: self.mcp_max_connections as usize,

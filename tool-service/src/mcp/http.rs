@@ -80,6 +80,9 @@ pub struct HttpOptions {
     /// tokens of one authorization server, scopes per tool, the caller in
     /// the handler's [`Context`](crate::Context).
     pub oauth: Option<super::OAuthOptions>,
+    /// Serve HTTPS with this certificate and key, read again when the
+    /// files change.
+    pub tls: Option<super::TlsFiles>,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
     /// How long a client has to send a whole request head (the request
@@ -103,6 +106,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("oauth", &self.oauth)
+            .field("tls", &self.tls)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
@@ -118,6 +122,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             token: None,
             oauth: None,
+            tls: None,
             max_body_bytes: 4 * 1024 * 1024,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -142,6 +147,12 @@ impl HttpOptions {
     /// These options, taking OAuth access tokens as `oauth` says.
     pub fn with_oauth(mut self, oauth: super::OAuthOptions) -> Self {
         self.oauth = Some(oauth);
+        self
+    }
+
+    /// These options, serving HTTPS with the certificate and key of `tls`.
+    pub fn with_tls(mut self, tls: super::TlsFiles) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -175,9 +186,9 @@ type Body = BoxBody<Bytes, Infallible>;
 /// and closes.
 ///
 /// # Errors
-/// Accepting connections failed for good, or the OAuth options cannot
-/// serve (a malformed issuer or resource URL, scopes for a service not
-/// served, an unreadable CA file).
+/// Accepting connections failed for good; the TLS certificate or key do
+/// not load; or the OAuth options cannot serve (a malformed issuer or
+/// resource URL, scopes for a service not served, an unreadable CA file).
 pub async fn serve_http(
     server: McpServer,
     listener: TcpListener,
@@ -207,6 +218,16 @@ pub async fn serve_http(
         }
         None => None,
     };
+    let tls = match &options.tls {
+        Some(files) => Some(
+            super::tls::TlsAcceptor::load(files)
+                .map_err(|error| std::io::Error::other(error.to_string()))?,
+        ),
+        None => None,
+    };
+    let reloading = tls
+        .as_ref()
+        .map(|tls| tls.spawn_reload(super::tls::DEFAULT_RELOAD_EVERY));
     let keeping_keys = auth
         .as_ref()
         .map(|auth| tokio::spawn(Arc::clone(auth).keep_keys()));
@@ -241,7 +262,10 @@ pub async fn serve_http(
     let http1 = hyper::server::conn::http1::Builder::new();
     if let Ok(address) = listener.local_addr() {
         tracing::info!(
-            url = %format!("http://{address}{MCP_PATH}"),
+            url = %format!(
+                "{}://{address}{MCP_PATH}",
+                if tls.is_some() { "https" } else { "http" }
+            ),
             authentication = match (&endpoint.auth, &endpoint.token) {
                 (Some(_), Some(_)) => "oauth and static token",
                 (Some(_), None) => "oauth",
@@ -265,10 +289,30 @@ pub async fn serve_http(
         let service = hyper::service::service_fn(move |request| {
             Arc::clone(&endpoint).answer(request, connection.answering())
         });
-        let connection = graceful.watch(http1.serve_connection(TokioIo::new(stream), service));
+        let http1 = http1.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
         tokio::spawn(async move {
+            let served = async {
+                match tls {
+                    None => {
+                        let connection = http1.serve_connection(TokioIo::new(stream), service);
+                        watcher.watch(connection).await
+                    }
+                    Some(tls) => match tls.accept(stream).await {
+                        Ok(stream) => {
+                            let connection = http1.serve_connection(TokioIo::new(stream), service);
+                            watcher.watch(connection).await
+                        }
+                        Err(error) => {
+                            tracing::debug!(%error, "an MCP client's TLS handshake failed");
+                            Ok(())
+                        }
+                    },
+                }
+            };
             tokio::select! {
-                ended = connection => if let Err(error) = ended {
+                ended = served => if let Err(error) = ended {
                     tracing::debug!(%error, "MCP connection ended");
                 },
                 () = admitted.closed() => {
@@ -302,6 +346,9 @@ pub async fn serve_http(
     sweeping.abort();
     if let Some(keeping) = keeping_keys {
         keeping.abort();
+    }
+    if let Some(reloading) = reloading {
+        reloading.abort();
     }
     Ok(())
 }

@@ -76,6 +76,7 @@ pub use auth::{Algorithm, OAuthOptions, DEFAULT_LEEWAY};
 pub use http::{
     serve_http, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
+pub use tls::TlsFiles;
 
 use crate::schema::flavor;
 pub use crate::schema::{ParseSchemaFlavorError, SchemaFlavor};

@@ -13,12 +13,6 @@
 //! as the Pulsar client has it), offering ALPN `http/1.1` only: the server
 //! speaks HTTP/1.1.
 
-// Until http.rs serves TLS, only the tests below call into this module.
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "http.rs does not serve TLS yet")
-)]
-
 use std::fmt;
 use std::hash::{DefaultHasher, Hasher};
 use std::io;
@@ -51,7 +45,7 @@ const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
 /// The PEM files a server's TLS certificate and private key are read from,
 /// and read again when their contents change.
 ///
-/// ```ignore
+/// ```
 /// use tool_service::mcp::TlsFiles;
 ///
 /// // A Kubernetes `kubernetes.io/tls` secret, mounted at /etc/tls.
@@ -63,10 +57,6 @@ const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
 /// certificates and the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-#[expect(
-    unreachable_pub,
-    reason = "public once `mcp` re-exports `TlsFiles` for `HttpOptions`"
-)]
 pub struct TlsFiles {
     /// The certificate chain: PEM `CERTIFICATE` blocks, the server's own
     /// first, then the intermediates that lead to a root the clients trust.
@@ -77,10 +67,6 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
-#[expect(
-    unreachable_pub,
-    reason = "public once `mcp` re-exports `TlsFiles` for `HttpOptions`"
-)]
 impl TlsFiles {
     /// The certificate chain at `cert` and its private key at `key`.
     pub fn new(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {

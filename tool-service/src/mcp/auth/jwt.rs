@@ -252,8 +252,13 @@ pub(crate) fn claims(
     if payload.get("iat").is_some_and(|iat| number(iat).is_none()) {
         return Err(Reason::Malformed);
     }
+    // Without the claim, the client the token was issued to (client
+    // credentials: a machine calling for itself).
     let user = match payload.get(&rules.user_claim) {
-        None | Some(Value::Null) => None,
+        None | Some(Value::Null) => match payload.get("client_id") {
+            Some(Value::String(client)) if !client.is_empty() => Some(client.clone()),
+            _ => None,
+        },
         Some(Value::String(user)) if !user.is_empty() => Some(user.clone()),
         Some(Value::Number(user)) => Some(user.to_string()),
         Some(_) => return Err(Reason::Malformed),
