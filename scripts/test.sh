@@ -64,6 +64,7 @@ background peer scripts/python-peer.sh
 background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh
 background providers scripts/python-providers.sh
 background conformance scripts/mcp-ts-client.sh --install
+background oauth scripts/oauth-issuer.sh --install
 background balancers scripts/balancers.sh
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
@@ -98,6 +99,7 @@ peer27_python="$result"
 await providers
 providers_python="$result"
 await conformance
+await oauth
 await balancers
 
 phase "unit, doc, ui and integration tests"

@@ -1,0 +1,540 @@
+"""MCP authorization: the `tickets` example's MCP port as an OAuth 2.1
+resource server, against a real authorization server (oidc-provider,
+interop/oauth_issuer.mjs) and the MCP SDKs' own OAuth clients (client
+credentials, TypeScript and Python). The challenge and the protected
+resource metadata, audience, issuer, expiry and signature checks, scopes
+per tool (listing and 403 step-up), key rotation, an issuer that goes down,
+a flood of unknown key ids, and the static token beside OAuth.
+
+`tickets`: `list-tickets` needs `tickets:read` and answers with the caller
+(the token's `sub`: the client id for client credentials), `close-ticket`
+(`{"id": N}`) needs `tickets:write`."""
+
+import concurrent.futures
+import contextlib
+import json
+import pathlib
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from oauth import Issuer, challenge, claims_for, forge, http, jwt_parts, mcp_oauth_session, secret
+from peer import ROOT, McpHttp, examples_dir, free_port, mcp_session, metrics_port, run
+
+ALL_SCOPES = {"tickets:read", "tickets:write"}
+
+
+@pytest.fixture
+def issuer():
+    with Issuer() as running:
+        yield running
+
+
+def post(url, message, token=None, headers=None):
+    """A raw JSON-RPC POST: the status, the headers and the body text."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(message).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+def raw_call(url, token, tool, arguments):
+    """A tools/call after the handshake, over raw HTTP: what a refusal
+    looks like on the wire."""
+    status, headers, text = post(url, INITIALIZE, token)
+    assert status == 200, (status, text)
+    session = headers.get("Mcp-Session-Id")
+    more = {"MCP-Protocol-Version": "2025-11-25", **({"Mcp-Session-Id": session} if session else {})}
+    post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, more)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    return post(url, call, token, more)
+
+
+def wait_for_keys(url, seconds=30):
+    """Until the server has the issuer's keys: before, a request with a
+    token is answered 503."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status, _, text = post(url, INITIALIZE, "not.a.jwt")
+        if status != 503:
+            return
+        assert time.monotonic() < deadline, f"the server did not load the issuer's keys: {text}"
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def tickets(issuer, *args):
+    """The `tickets` example serving MCP with OAuth on a port chosen here
+    (the resource URL names it), once it has the issuer's keys."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    flags = ["--oauth-issuer", issuer.issuer, "--oauth-resource", resource]
+    with McpHttp("tickets", *flags, *args, port=port) as server:
+        assert server.url == resource
+        wait_for_keys(server.url)
+        yield server
+
+
+def texts(result):
+    assert all(item.type == "text" for item in result.content), result
+    return "".join(item.text for item in result.content)
+
+
+async def tools_and_calls(session, plan):
+    """The names of the tools listed, then each call's result (or the
+    exception it raised)."""
+    names = [tool.name for tool in (await session.list_tools()).tools]
+    results = []
+    for tool, arguments in plan:
+        try:
+            results.append(await session.call_tool(tool, arguments))
+        except Exception as error:  # noqa: BLE001 - what the SDK raises is the observation
+            results.append(error)
+    return names, results
+
+
+def assert_refused(status, headers, server, code, error=None):
+    assert status == code, status
+    params = challenge(headers)
+    assert params["scheme"].lower() == "bearer", params
+    assert params["resource_metadata"] == metadata_url(server), params
+    if error is None:
+        assert "error" not in params, params
+    else:
+        assert params["error"] == error, params
+    return params
+
+
+def metadata_url(server):
+    return server.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+
+
+def test_the_issuer_gives_the_tokens_these_tests_rely_on(issuer):
+    resource = f"http://127.0.0.1:{free_port()}/mcp"
+    # RFC 8414 metadata (what the MCP SDKs look for first) and OpenID
+    # discovery, alike.
+    oauth = issuer.metadata()
+    assert issuer.metadata("/.well-known/openid-configuration") == oauth
+    assert oauth["issuer"] == issuer.issuer
+    assert "client_credentials" in oauth["grant_types_supported"]
+    assert oauth["introspection_endpoint"] == f"{issuer.issuer}/token/introspection"
+    kids = [key["kid"] for key in issuer.jwks()["keys"]]
+
+    # A JWT for the resource, with the scopes the client may have among
+    # those asked for.
+    token = issuer.token("agent-reader", resource, "tickets:read tickets:write")
+    header, claims = jwt_parts(token)
+    assert header["alg"] == "ES256" and header["typ"] == "at+jwt" and header["kid"] in kids, header
+    assert claims["iss"] == issuer.issuer and claims["aud"] == resource, claims
+    assert claims["sub"] == "agent-reader" and claims["scope"] == "tickets:read", claims
+    _, claims = jwt_parts(issuer.token("agent-writer", resource))
+    assert set(claims["scope"].split()) == ALL_SCOPES, claims
+    status, body = issuer.token_response("agent-writer", "https://example.com/mcp", "tickets:read")
+    assert (status, body["error"]) == (400, "invalid_target"), body
+
+    # An opaque token, and what introspection says of it.
+    opaque = issuer.token("opaque-client", resource)
+    assert opaque.count(".") == 0, opaque
+    about = issuer.introspect(opaque)
+    assert about["active"] is True and about["aud"] == resource, about
+    assert about["scope"] == "tickets:read" and about["client_id"] == "opaque-client", about
+
+    # Expired on arrival; then a new signing key.
+    issuer.ttl(-300)
+    _, claims = jwt_parts(issuer.token("agent-reader", resource))
+    assert claims["exp"] < time.time() - 290, claims
+    issuer.ttl()
+    issuer.claims({"iss": "http://127.0.0.1:1"})
+    header, claims = jwt_parts(issuer.token("agent-reader", resource))
+    assert claims["iss"] == "http://127.0.0.1:1" and header["kid"] in kids, claims
+    issuer.claims()
+    new_kid = issuer.rotate()
+    assert [key["kid"] for key in issuer.jwks()["keys"]] == [*kids, new_kid]
+    header, _ = jwt_parts(issuer.token("agent-reader", resource))
+    assert header["kid"] == new_kid
+
+
+def test_without_a_token_the_server_challenges_and_publishes_its_metadata(issuer):
+    with tickets(issuer) as server:
+        status, headers, _ = post(server.url, INITIALIZE)
+        params = assert_refused(status, headers, server, 401)
+        assert set(params["scope"].split()) == ALL_SCOPES, params
+
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            status, _, metadata = http("GET", server.url.replace("/mcp", path))
+            assert status == 200, metadata
+            assert metadata["resource"] == server.url, metadata
+            assert metadata["authorization_servers"] == [issuer.issuer], metadata
+            assert set(metadata["scopes_supported"]) == ALL_SCOPES, metadata
+            assert metadata["bearer_methods_supported"] == ["header"], metadata
+
+        # With a token of the issuer's, for this server: served.
+        status, _, text = post(server.url, INITIALIZE, issuer.token("agent-reader", server.url))
+        assert status == 200, text
+
+
+def test_foreign_expired_and_forged_tokens_are_refused(issuer):
+    with tickets(issuer) as server, Issuer() as stranger:
+        assert post(server.url, INITIALIZE, issuer.token("agent-writer", server.url))[0] == 200
+        issuer.ttl(2)
+        assert post(server.url, INITIALIZE, issuer.token("agent-writer", server.url))[0] == 200
+
+        refused = {
+            # Issued by the right issuer for another resource.
+            "another resource": issuer.token("agent-writer", f"http://127.0.0.1:{free_port()}/mcp"),
+            # Issued for this resource by another authorization server.
+            "another issuer": stranger.token("agent-writer", server.url),
+            # Signed by a key the issuer publishes the kid of, but not by it.
+            "a known kid, another key": forge(
+                claims_for(issuer.issuer, server.url), kid=issuer.jwks()["keys"][0]["kid"]
+            ),
+            "no signature (alg none)": forge(claims_for(issuer.issuer, server.url), alg="none"),
+            # Opaque: this server introspects nothing.
+            "opaque": issuer.token("opaque-client", server.url),
+        }
+        issuer.ttl(-300)
+        refused["expired"] = issuer.token("agent-writer", server.url)
+        issuer.ttl()
+        # Signed by the issuer's own key, with a claim that is wrong.
+        for what, claims in {
+            "another iss": {"iss": f"http://127.0.0.1:{free_port()}"},
+            "an audience list without this resource": {"aud": ["https://example.com/mcp"]},
+            "not valid for an hour": {"nbf": int(time.time()) + 3600},
+            "exp as text": {"exp": str(int(time.time()) + 600)},
+        }.items():
+            issuer.claims(claims)
+            refused[what] = issuer.token("agent-writer", server.url)
+        issuer.claims()
+        for what, token in refused.items():
+            status, headers, text = post(server.url, INITIALIZE, token)
+            assert status == 401, (what, status, text)
+            assert_refused(status, headers, server, 401, "invalid_token")
+
+        # Not one bearer token: a malformed request.
+        status, headers, text = post(server.url, INITIALIZE, headers={"Authorization": "Bearer two tokens"})
+        assert status == 400, text
+        assert challenge(headers)["error"] == "invalid_request", headers
+
+
+def test_scopes_decide_which_tools_a_caller_sees_and_may_call(issuer):
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    with tickets(issuer) as server:
+        reader = issuer.token("agent-reader", server.url)
+        names, (listed, closed) = run(mcp_session(server.url, lambda s: tools_and_calls(s, plan), token=reader))
+        assert names == ["list-tickets"]
+        assert "agent-reader" in texts(listed) and not listed.is_error
+        assert isinstance(closed, Exception), closed
+
+        status, headers, _ = raw_call(server.url, reader, "close-ticket", {"id": 7})
+        params = assert_refused(status, headers, server, 403, "insufficient_scope")
+        assert params["scope"] == "tickets:write", params
+
+        writer = issuer.token("agent-writer", server.url)
+        names, (listed, closed) = run(mcp_session(server.url, lambda s: tools_and_calls(s, plan), token=writer))
+        assert sorted(names) == ["close-ticket", "list-tickets"]
+        assert "agent-writer" in texts(listed) and not listed.is_error
+        assert not closed.is_error, closed
+
+
+def test_a_token_signed_with_a_new_key_is_accepted_after_one_fetch(issuer):
+    with tickets(issuer) as server:
+        old = issuer.token("agent-reader", server.url)
+        assert post(server.url, INITIALIZE, old)[0] == 200
+        before = issuer.stats()["jwks"]
+        new_kid = issuer.rotate()
+        token = issuer.token("agent-reader", server.url)
+        assert jwt_parts(token)[0]["kid"] == new_kid
+        status, _, text = post(server.url, INITIALIZE, token)
+        assert status == 200, text
+        assert post(server.url, INITIALIZE, old)[0] == 200
+        assert issuer.stats()["jwks"] - before == 1
+
+
+def test_known_keys_keep_serving_while_the_issuer_is_down(issuer):
+    with tickets(issuer) as server:
+        first, second = (issuer.token("agent-reader", server.url) for _ in range(2))
+        assert post(server.url, INITIALIZE, first)[0] == 200
+        issuer.stop_serving()
+        try:
+            with pytest.raises(OSError):
+                urllib.request.urlopen(f"{issuer.issuer}/jwks", timeout=5)
+            for token in (second, first):
+                status, _, text = post(server.url, INITIALIZE, token)
+                assert status == 200, text
+            # A key the server has not seen: it cannot fetch it, and says
+            # so at once.
+            started = time.monotonic()
+            status, headers, _ = post(server.url, INITIALIZE, forge(claims_for(issuer.issuer, server.url)))
+            assert_refused(status, headers, server, 401, "invalid_token")
+            assert time.monotonic() - started < 5
+            names, _ = run(mcp_session(server.url, lambda s: tools_and_calls(s, []), token=second))
+            assert names == ["list-tickets"]
+        finally:
+            issuer.resume_serving()
+        assert post(server.url, INITIALIZE, issuer.token("agent-writer", server.url))[0] == 200
+
+
+def test_a_flood_of_unknown_key_ids_does_not_flood_the_issuer(issuer):
+    with tickets(issuer) as server:
+        assert post(server.url, INITIALIZE, issuer.token("agent-reader", server.url))[0] == 200
+        before = issuer.stats()["jwks"]
+        forged = [forge(claims_for(issuer.issuer, server.url)) for _ in range(50)]
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(lambda token: post(server.url, INITIALIZE, token), forged))
+        assert time.monotonic() - started < 20
+        for status, headers, text in answers:
+            assert status == 401, text
+            assert challenge(headers)["error"] == "invalid_token", headers
+        # One fetch for the first unknown kid; the rest wait for it, or are
+        # told the keys were fetched moments ago.
+        assert issuer.stats()["jwks"] - before <= 2
+        # And the issuer's own tokens still pass.
+        assert post(server.url, INITIALIZE, issuer.token("agent-writer", server.url))[0] == 200
+
+
+def ts_oauth_client(url, client_id, plan, **options):
+    done = subprocess.run(
+        [
+            str(ROOT / "scripts" / "mcp-ts-client.sh"),
+            "oauth",
+            url,
+            client_id,
+            secret(client_id),
+            json.dumps([{"tool": tool, "arguments": arguments} for tool, arguments in plan]),
+            json.dumps(options),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def assert_discovered(requests, server, issuer):
+    """The sign-in the MCP specification describes: the 401, the protected
+    resource metadata the challenge names, the authorization server's RFC
+    8414 metadata, then a client credentials request for this resource."""
+    urls = [(entry["method"], entry["url"], entry["status"]) for entry in requests]
+    assert urls[:3] == [
+        ("POST", server.url, 401),
+        ("GET", metadata_url(server), 200),
+        ("GET", f"{issuer.issuer}/.well-known/oauth-authorization-server", 200),
+    ], urls
+    token_request = requests[3]
+    assert (token_request["url"], token_request["status"]) == (f"{issuer.issuer}/token", 200), urls
+    assert token_request["form"]["grant_type"] == "client_credentials"
+    assert token_request["form"]["resource"] == server.url
+    return token_request["form"]
+
+
+def test_the_typescript_sdk_signs_in_with_client_credentials(issuer):
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    with tickets(issuer) as server:
+        # The SDK asks for the provider's `scope` (not the challenge's).
+        writer = ts_oauth_client(
+            server.url, "agent-writer", plan, scope="tickets:read tickets:write", issuer=issuer.issuer
+        )
+        assert "connectError" not in writer, writer
+        assert sorted(writer["tools"]) == ["close-ticket", "list-tickets"], writer
+        listed, closed = writer["calls"]
+        assert "agent-writer" in listed["result"]["content"][0]["text"], listed
+        assert closed["result"]["isError"] is False, closed
+        form = assert_discovered(writer["requests"], server, issuer)
+        assert set(form["scope"].split()) == ALL_SCOPES, form
+
+        reader = ts_oauth_client(server.url, "agent-reader", plan, scope="tickets:read", issuer=issuer.issuer)
+        assert reader["tools"] == ["list-tickets"], reader
+        listed, closed = reader["calls"]
+        assert "agent-reader" in listed["result"]["content"][0]["text"], listed
+        # Refused with insufficient_scope, the SDK asks for a token again
+        # (the same scopes), is refused again and gives up.
+        assert closed["status"] == 403 and "403" in closed["error"], closed
+        statuses = [(entry["url"], entry["status"]) for entry in reader["requests"]]
+        assert statuses.count((server.url, 403)) == 2, statuses
+        assert statuses.count((f"{issuer.issuer}/token", 200)) == 2, statuses
+
+
+def test_the_python_sdk_signs_in_with_client_credentials(issuer):
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    with tickets(issuer) as server:
+        asked = challenge(post(server.url, INITIALIZE)[1])["scope"]
+        log = []
+        names, (listed, closed) = run(
+            mcp_oauth_session(
+                server.url,
+                "agent-writer",
+                secret("agent-writer"),
+                lambda s: tools_and_calls(s, plan),
+                issuer=issuer.issuer,
+                log=log,
+            )
+        )
+        assert sorted(names) == ["close-ticket", "list-tickets"]
+        assert "agent-writer" in texts(listed)
+        assert not closed.is_error, closed
+        # The SDK asks for the scopes the challenge names.
+        assert assert_discovered(log, server, issuer)["scope"] == asked
+
+        log = []
+        names, (listed, closed) = run(
+            mcp_oauth_session(
+                server.url,
+                "agent-reader",
+                secret("agent-reader"),
+                lambda s: tools_and_calls(s, plan),
+                issuer=issuer.issuer,
+                log=log,
+            )
+        )
+        assert names == ["list-tickets"]
+        assert "agent-reader" in texts(listed)
+        # Refused with insufficient_scope, the SDK steps up (asking for
+        # tickets:write too), is granted tickets:read only, and is refused
+        # again.
+        assert isinstance(closed, Exception), closed
+        statuses = [(entry["method"], entry["url"], entry["status"]) for entry in log]
+        assert statuses.count(("POST", server.url, 403)) == 2, statuses
+        step_up = [entry["form"] for entry in log if "form" in entry][-1]
+        assert "tickets:write" in step_up["scope"].split(), step_up
+
+
+def test_the_static_token_and_oauth_clients_share_one_server(issuer):
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 9})]
+    with tickets(issuer, "--mcp-token", "static-s3cret", "--log-level", "debug") as server:
+        names, (listed, closed) = run(
+            mcp_session(server.url, lambda s: tools_and_calls(s, plan), token="static-s3cret")
+        )
+        assert sorted(names) == ["close-ticket", "list-tickets"]
+        assert not listed.is_error and not closed.is_error, (listed, closed)
+
+        names, (listed, closed) = run(
+            mcp_oauth_session(
+                server.url,
+                "agent-reader",
+                secret("agent-reader"),
+                lambda s: tools_and_calls(s, plan),
+                issuer=issuer.issuer,
+            )
+        )
+        assert names == ["list-tickets"]
+        assert "agent-reader" in texts(listed)
+        assert isinstance(closed, Exception), closed
+
+        token = issuer.token("agent-writer", server.url)
+        assert post(server.url, INITIALIZE, token)[0] == 200
+        status, headers, _ = post(server.url, INITIALIZE, "static-wrong")
+        assert_refused(status, headers, server, 401, "invalid_token")
+    assert not any("static-s3cret" in line or token in line for line in server.lines)
+
+
+def service_of(tool):
+    """The id of the service `tool` belongs to, from the descriptors."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([str(examples_dir() / "tickets"), "descriptors", "--out", out], check=True, timeout=60)
+        return json.loads((pathlib.Path(out) / "tool" / f"{tool}.json").read_text())["service"]
+
+
+def test_a_scope_override_puts_a_service_behind_another_scope(issuer):
+    service = service_of("list-tickets")
+    with tickets(issuer, "--oauth-scope", f"{service}=tickets:write") as server:
+        reader = issuer.token("agent-reader", server.url)
+        names, _ = run(mcp_session(server.url, lambda s: tools_and_calls(s, []), token=reader))
+        assert "list-tickets" not in names
+        status, headers, _ = raw_call(server.url, reader, "list-tickets", {})
+        params = assert_refused(status, headers, server, 403, "insufficient_scope")
+        assert params["scope"] == "tickets:write", params
+
+        writer = issuer.token("agent-writer", server.url)
+        names, (listed,) = run(
+            mcp_session(server.url, lambda s: tools_and_calls(s, [("list-tickets", {})]), token=writer)
+        )
+        assert "list-tickets" in names
+        assert "agent-writer" in texts(listed)
+
+
+
+def test_until_the_issuer_answers_tokens_get_503_and_mcp_is_not_ready():
+    """The issuer down at start: the server serves at once, answers a
+    request with a token 503 (Retry-After) and fails /readyz/mcp, says so
+    in one ERROR line, and takes tokens once the issuer is up."""
+    issuer_port, port = free_port(), free_port()
+    issuer_url = f"http://127.0.0.1:{issuer_port}"
+    resource = f"http://127.0.0.1:{port}/mcp"
+    with McpHttp("tickets", "--oauth-issuer", issuer_url, "--oauth-resource", resource, port=port) as server:
+        status, headers, text = post(server.url, INITIALIZE, "a.b.c")
+        assert status == 503, (status, text)
+        assert headers["Retry-After"] == "5"
+        assert "keys are not loaded yet" in text
+        # Without a token, the challenge still says where to sign in.
+        status, headers, _ = post(server.url, INITIALIZE)
+        assert status == 401 and "resource_metadata=" in headers["WWW-Authenticate"]
+        metrics = f"http://127.0.0.1:{metrics_port(server)}"
+        status, _, text = http("GET", f"{metrics}/readyz/mcp")
+        assert status == 503 and "the authorization server's keys are not loaded" in text, (status, text)
+        errors = [line for line in server.lines if "ERROR" in line]
+        assert len(errors) == 1 and "cannot reach the authorization server" in errors[0], server.lines
+        with Issuer(port=issuer_port) as issuer:
+            wait_for_keys(server.url, seconds=40)
+            status, _, text = http("GET", f"{metrics}/readyz/mcp")
+            assert status == 200, text
+            token = issuer.token("agent-reader", resource)
+            status, _, text = post(server.url, INITIALIZE, token)
+            assert status == 200, text
+            _, _, scraped = http("GET", f"{metrics}/metrics")
+            assert "tg_tool_service_mcp_auth_keys_loaded 1" in scraped
+            assert 'tg_tool_service_mcp_auth_refusals_total{reason="issuer_unavailable"}' in scraped
+
+
+def test_opaque_tokens_are_introspected_and_their_answers_cached(issuer):
+    """An opaque token (no resource asked: oidc-provider issues it opaque)
+    is introspected with the server's own client; its `aud` must still
+    name this server, so the issuer's opaque tokens without one are
+    refused, and the issuer is asked once per token while the answer is
+    cached."""
+    with tempfile.TemporaryDirectory() as directory:
+        secret_file = pathlib.Path(directory) / "secret"
+        secret_file.write_text(secret("resource-server") + "\n")
+        flags = ["--oauth-client-id", "resource-server", "--oauth-client-secret-file", str(secret_file)]
+        with tickets(issuer, *flags) as server:
+            opaque = issuer.token("opaque-client")
+            assert opaque.count(".") != 2, opaque
+            assert issuer.introspect(opaque)["active"] is True
+            before = issuer.stats()["requests"].get("/token/introspection", 0)
+            for _ in range(3):
+                status, headers, text = post(server.url, INITIALIZE, opaque)
+                assert status == 401, (status, text)
+                assert 'error="invalid_token"' in headers["WWW-Authenticate"]
+                assert "was not issued for this MCP server" in headers["WWW-Authenticate"]
+            # Refusals are cached too: one introspection for three requests.
+            assert issuer.stats()["requests"].get("/token/introspection", 0) - before == 1
+            status, _, text = post(server.url, INITIALIZE, "an-opaque-token-the-issuer-never-made")
+            assert status == 401 and "not active" in text, (status, text)
