@@ -18,7 +18,9 @@ use syn::{Item, Token, UseTree};
 /// and so is every module of a [`TRANSPORTS`] directory.
 const LAYERS: &[&[&str]] = &[
     // Leaves.
-    &["duration", "error", "log_text", "names", "rate", "state"],
+    &[
+        "duration", "error", "log_text", "names", "rate", "scope", "state",
+    ],
     // OpenTelemetry: configuration, propagation and export (feature `otel`).
     &["otel"],
     // The request's parts and the frames of its answer.

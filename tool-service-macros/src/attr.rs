@@ -10,6 +10,7 @@
 //!     concurrency = 8,                      // at least 1
 //!     timeout = "30s",                      // per request: ms, s, m or h
 //!     rate = "100/s",                       // calls per replica per s, m or h
+//!     scopes = ["tickets:write"],           // OAuth scopes a caller's token must carry
 //!     strict,                               // arguments decode as the type says, no coercion
 //!     tool(                                 // repeatable
 //!         name = "tell-joke",
@@ -36,7 +37,7 @@ use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::key::written;
 
 /// The keys of the attribute.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "topic",
     "id",
     "request_queue",
@@ -45,6 +46,7 @@ const KEYS: [&str; 11] = [
     "concurrency",
     "timeout",
     "rate",
+    "scopes",
     "strict",
     "tool",
     "crate",
@@ -74,6 +76,8 @@ pub(crate) struct ServiceAttr {
     pub(crate) concurrency: Option<LitInt>,
     pub(crate) timeout: Option<LitStr>,
     pub(crate) rate: Option<LitStr>,
+    /// The OAuth scopes, checked by the model.
+    pub(crate) scopes: Option<Vec<LitStr>>,
     /// `strict`: no coercion of the LLM's arguments.
     pub(crate) strict: Option<syn::Path>,
     pub(crate) tools: Vec<ToolAttr>,
@@ -235,6 +239,15 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
             if let Some(lit) = string_value(&meta, "rate", "100/s", errors)? {
                 set_once(&mut attr.rate, lit, &path, errors);
             }
+        } else if path.is_ident("scopes") {
+            let value: Expr = meta.value()?.parse()?;
+            // Checked by the model, with an element that is not a string
+            // literal (already reported) left out.
+            if let Some(Literals { literals, .. }) =
+                string_literals(&value, "scopes", "[\"tickets:write\"]", errors)
+            {
+                set_once(&mut attr.scopes, literals, &path, errors);
+            }
         } else if path.is_ident("strict") {
             if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
                 errors.spanned(
@@ -366,14 +379,10 @@ fn string_list(
     errors: &mut Errors,
 ) -> syn::Result<Option<Vec<LitStr>>> {
     let value: Expr = meta.value()?.parse()?;
-    let Expr::Array(array) = &value else {
-        errors.spanned(
-            &value,
-            format_args!("`{key}` takes a list of strings, e.g. `{key} = {example}`"),
-        );
+    let Some(Literals { literals, all }) = string_literals(&value, key, example, errors) else {
         return Ok(None);
     };
-    if array.elems.is_empty() {
+    if literals.is_empty() && all {
         errors.spanned(
             &value,
             format_args!(
@@ -383,33 +392,64 @@ fn string_list(
         return Ok(None);
     }
     let mut list: Vec<LitStr> = Vec::new();
-    let mut valid = true;
+    let mut valid = all;
+    for lit in literals {
+        let text = lit.value();
+        if text.trim().is_empty() {
+            errors.spanned(&lit, format_args!("a name in `{key}` must not be empty"));
+            valid = false;
+        } else if list.iter().any(|seen| seen.value() == text) {
+            errors.spanned(&lit, format_args!("`{text}` is listed twice in `{key}`"));
+            valid = false;
+        } else {
+            list.push(lit);
+        }
+    }
+    Ok(valid.then_some(list))
+}
+
+/// The string literals of a list.
+struct Literals {
+    /// The elements that are string literals, in order.
+    literals: Vec<LitStr>,
+    /// Whether every element is one.
+    all: bool,
+}
+
+/// The string literals of `value`, a list (`["a", "b"]`, or `[]`) given as
+/// the value of `key`; `None` when it is not a list. Each element that is
+/// not a string literal, and a value that is not a list, is reported on its
+/// token.
+fn string_literals(
+    value: &Expr,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> Option<Literals> {
+    let Expr::Array(array) = value else {
+        errors.spanned(
+            value,
+            format_args!("`{key}` takes a list of strings, e.g. `{key} = {example}`"),
+        );
+        return None;
+    };
+    let mut literals = Vec::new();
+    let mut all = true;
     for element in &array.elems {
         match element {
             Expr::Lit(syn::ExprLit {
                 lit: Lit::Str(lit), ..
-            }) => {
-                let text = lit.value();
-                if text.trim().is_empty() {
-                    errors.spanned(lit, format_args!("a name in `{key}` must not be empty"));
-                    valid = false;
-                } else if list.iter().any(|seen| seen.value() == text) {
-                    errors.spanned(lit, format_args!("`{text}` is listed twice in `{key}`"));
-                    valid = false;
-                } else {
-                    list.push(lit.clone());
-                }
-            }
+            }) => literals.push(lit.clone()),
             other => {
                 errors.spanned(
                     other,
                     format_args!("`{key}` takes string literals, e.g. `{key} = {example}`"),
                 );
-                valid = false;
+                all = false;
             }
         }
     }
-    Ok(valid.then_some(list))
+    Some(Literals { literals, all })
 }
 
 /// Reports an unknown key, suggesting the nearest known one, and skips its
@@ -762,6 +802,55 @@ mod tests {
         assert_eq!(
             errors,
             ["`\"max-hits\"` must be a string literal, e.g. `\"max-hits\" = \"what the LLM should pass\"`"]
+        );
+    }
+
+    #[test]
+    fn scopes_are_a_list_of_strings_in_any_place() {
+        let texts = |attr: ServiceAttr| -> Option<Vec<String>> {
+            attr.scopes
+                .map(|list| list.iter().map(LitStr::value).collect())
+        };
+        let attr = parse_ok(quote!(
+            scopes = ["tickets:write", "a b"],
+            topic = "tickets",
+            strict
+        ));
+        assert_eq!(
+            texts(attr),
+            Some(vec![String::from("tickets:write"), String::from("a b")])
+        );
+        let attr = parse_ok(quote!(topic = "tickets", scopes = [], tool(name = "t")));
+        assert_eq!(texts(attr), Some(Vec::new()));
+        assert_eq!(texts(parse_ok(quote!(topic = "tickets"))), None);
+    }
+
+    #[test]
+    fn scopes_that_are_not_a_list_of_strings_are_reported() {
+        assert_eq!(
+            parse_err(quote!(topic = "a", scopes = "tickets:write")),
+            ["`scopes` takes a list of strings, e.g. `scopes = [\"tickets:write\"]`"]
+        );
+        let mut errors = Errors::default();
+        let attr = parse(quote!(topic = "a", scopes = [read, "ok", 5]), &mut errors);
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|error| error.to_string())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "`scopes` takes string literals, e.g. `scopes = [\"tickets:write\"]`",
+                "`scopes` takes string literals, e.g. `scopes = [\"tickets:write\"]`",
+            ]
+        );
+        // The strings are kept, for the model to check them too.
+        assert_eq!(attr.scopes.unwrap()[0].value(), "ok");
+        assert_eq!(
+            parse_err(quote!(topic = "a", scopes = ["x"], scopes = ["y"])),
+            ["duplicate `scopes` key; give it once"]
         );
     }
 

@@ -446,6 +446,7 @@ fn glue(service: &Service) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let scopes = &service.scopes;
     let streaming = params.stream.is_some();
     let tolerant = !service.strict;
     let takes_context = params.context.is_some();
@@ -541,6 +542,7 @@ fn glue(service: &Service) -> TokenStream {
                     concurrency: #concurrency,
                     timeout: #timeout,
                     rate: #rate,
+                    scopes: &[#(#scopes),*],
                     streaming: #streaming,
                     takes_context: #takes_context,
                     tools: &[#(#tools),*],

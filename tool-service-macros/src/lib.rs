@@ -9,6 +9,7 @@ mod duration;
 mod expand;
 mod key;
 mod model;
+mod scope;
 
 use proc_macro::TokenStream;
 

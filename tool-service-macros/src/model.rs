@@ -18,6 +18,7 @@ use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::doc::{Doc, DocArgument};
 use crate::duration::parse_millis;
 use crate::key::written;
+use crate::scope;
 
 /// The parameter attributes that give a parameter its role.
 pub(crate) const ROLE_ATTRS: [&str; 6] = [
@@ -206,6 +207,8 @@ pub(crate) struct Service {
     pub(crate) timeout_ms: Option<u64>,
     /// Calls per replica: the count and the unit (`s`, `m` or `h`).
     pub(crate) rate: Option<(u32, char)>,
+    /// The OAuth scopes a caller's token must carry (none: empty).
+    pub(crate) scopes: Vec<String>,
     /// Whether the LLM's arguments decode without coercion.
     pub(crate) strict: bool,
     pub(crate) params: Params,
@@ -232,6 +235,23 @@ fn check_name(lit: &LitStr, what: &str, errors: &mut Errors) -> String {
         );
     }
     value
+}
+
+/// The texts of the `scopes` list, each checked as an OAuth scope and none
+/// listed twice; each mistake is reported on its string.
+fn check_scopes(list: &[LitStr], errors: &mut Errors) -> Vec<String> {
+    let mut scopes: Vec<String> = Vec::new();
+    for lit in list {
+        let text = lit.value();
+        if let Err(problem) = scope::check(&text) {
+            errors.spanned(lit, problem);
+        } else if scopes.contains(&text) {
+            errors.spanned(lit, format_args!("`{text}` is listed twice in `scopes`"));
+        } else {
+            scopes.push(text);
+        }
+    }
+    scopes
 }
 
 /// A queue name as the attribute takes it: a full Pulsar topic name, or
@@ -397,6 +417,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
                 None
             }
         });
+    let scopes = check_scopes(attr.scopes.as_deref().unwrap_or_default(), errors);
 
     let doc = Doc::from_attrs(&function.attrs);
     let documented = doc.arguments();
@@ -419,6 +440,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
         concurrency,
         timeout_ms,
         rate,
+        scopes,
         strict: attr.strict.is_some(),
         params,
         output,
@@ -976,5 +998,51 @@ fn check_preset(tool: &Tool, span: Span, config: &Side, errors: &mut Errors) {
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scopes(texts: &[&str]) -> (Vec<String>, Vec<String>) {
+        let list: Vec<LitStr> = texts
+            .iter()
+            .map(|text| LitStr::new(text, Span::call_site()))
+            .collect();
+        let mut errors = Errors::default();
+        let checked = check_scopes(&list, &mut errors);
+        let messages = match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(error) => error.into_iter().map(|error| error.to_string()).collect(),
+        };
+        (checked, messages)
+    }
+
+    #[test]
+    fn scopes_are_kept_in_order() {
+        assert_eq!(
+            scopes(&["tickets:write", "openid"]),
+            (
+                vec![String::from("tickets:write"), String::from("openid")],
+                Vec::new()
+            )
+        );
+        assert_eq!(scopes(&[]), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn every_bad_or_repeated_scope_is_reported() {
+        let (_, messages) = scopes(&["a b", "ok", "", "ok", "x\\y", "ok"]);
+        assert_eq!(
+            messages,
+            [
+                "the scope \"a b\" contains a space; a scope takes printable ASCII characters other than space, `\"` and `\\`",
+                "a scope must not be empty",
+                "`ok` is listed twice in `scopes`",
+                "the scope \"x\\\\y\" contains `\\`; a scope takes printable ASCII characters other than space, `\"` and `\\`",
+                "`ok` is listed twice in `scopes`",
+            ]
+        );
     }
 }

@@ -105,6 +105,7 @@ mod error;
 pub mod log_text;
 mod names;
 mod rate;
+mod scope;
 mod state;
 
 // A request's parts and the frames of its answer.

@@ -557,6 +557,7 @@ mod tests {
             concurrency: None,
             timeout: None,
             rate: None,
+            scopes: &[],
             streaming: false,
             takes_context: false,
             tools: &[],
@@ -606,6 +607,7 @@ mod tests {
         subscription: Some("workers"),
         concurrency: Some(8),
         timeout: Some(std::time::Duration::from_secs(5)),
+        scopes: &["tickets:write", "openid"],
         ..spec("custom", "custom", 4)
     };
 
@@ -627,6 +629,8 @@ mod tests {
         assert_eq!(custom.concurrency(), Some(8));
         assert_eq!(custom.timeout(), Some(std::time::Duration::from_secs(5)));
         assert_eq!(service.timeout(), None);
+        assert_eq!(custom.scopes(), ["tickets:write", "openid"]);
+        assert!(service.scopes().is_empty());
         assert_eq!(custom.defined_at(), "tests::f (src/x.rs:4)");
     }
 

@@ -56,6 +56,8 @@ pub struct ServiceSpec {
     pub concurrency: Option<usize>,
     pub timeout: Option<Duration>,
     pub rate: Option<crate::rate::Rate>,
+    /// The OAuth scopes a caller's token must carry (none: empty).
+    pub scopes: &'static [&'static str],
     pub streaming: bool,
     /// Whether the handler takes the request's `#[context]`.
     pub takes_context: bool,
@@ -202,6 +204,42 @@ impl Service {
     /// if the attribute set it (`rate = "100/s"`).
     pub fn rate(&self) -> Option<crate::rate::Rate> {
         self.0.rate
+    }
+
+    /// The OAuth scopes the attribute gives the service (`scopes = […]`);
+    /// empty when it gives none.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, Registry};
+    ///
+    /// /// Close a ticket.
+    /// ///
+    /// /// # Arguments
+    /// /// * `ticket` - The ticket to close.
+    /// #[tool_service(topic = "close-ticket", scopes = ["tickets:write"])]
+    /// async fn close_ticket(ticket: String) -> String {
+    ///     format!("closed {ticket}")
+    /// }
+    ///
+    /// /// Count the tickets.
+    /// #[tool_service(topic = "count-tickets")]
+    /// async fn count_tickets() -> String {
+    ///     String::from("3")
+    /// }
+    ///
+    /// let registry = Registry::collect().unwrap();
+    /// let close = registry.service("close-ticket-service").unwrap();
+    /// assert_eq!(close.scopes(), ["tickets:write"]);
+    /// let count = registry.service("count-tickets-service").unwrap();
+    /// assert!(count.scopes().is_empty());
+    /// ```
+    ///
+    /// Over MCP with OAuth on, a caller's token must carry every one of
+    /// them to call the service's tools; over Pulsar they are not checked.
+    /// An operator may override them per service with `--oauth-scope
+    /// SERVICE_ID=SCOPE`; this gives what the attribute wrote.
+    pub fn scopes(&self) -> &'static [&'static str] {
+        self.0.scopes
     }
 
     /// Whether the handler streams chunks (`#[stream]`).

@@ -1,0 +1,9 @@
+use tool_service::tool_service;
+
+/// Close a ticket.
+#[tool_service(topic = "tickets", scopes = ["tickets:write", "openid", "tickets:write"])]
+async fn close_ticket() -> String {
+    String::from("closed")
+}
+
+fn main() {}

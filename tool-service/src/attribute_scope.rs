@@ -1,0 +1,1 @@
+../../tool-service-macros/src/scope.rs
