@@ -442,7 +442,8 @@ async fn the_tickets_handler_knows_its_caller_over_pulsar() {
             Err("ticket #3 belongs to alice: only its owner or an admin may close it"),
         ),
     ] {
-        let payload = format!(r#"{{"user": "{user}", "config": "{{}}", "arguments": "{arguments}"}}"#);
+        let payload =
+            format!(r#"{{"user": "{user}", "config": "{{}}", "arguments": "{arguments}"}}"#);
         raw.send(payload.as_bytes(), Some(user)).await;
         let (id, frame) = raw.receive().await;
         assert_eq!(id.as_deref(), Some(user));

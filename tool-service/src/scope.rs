@@ -11,8 +11,7 @@ mod rule;
 /// one or more printable ASCII characters other than space, `"` and `\`.
 /// The error is a sentence that names the scope, the character it may not
 /// hold and the characters it may.
-// Its caller is the parser of `--oauth-scope`; until that lands, the tests.
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn check(scope: &str) -> Result<(), String> {
     rule::check(scope)
 }

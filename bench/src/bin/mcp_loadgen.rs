@@ -8,12 +8,16 @@
 //! mcp_loadgen --url http://127.0.0.1:8900/mcp --calls 20000 --warmup 2000 --in-flight 64
 //! mcp_loadgen --url http://127.0.0.1:8900/mcp --session-per-call --calls 2000 --warmup 200
 //! mcp_loadgen --stdio --calls 5000 --warmup 500 -- ./target/release/ours mcp
+//! mcp_loadgen --url http://127.0.0.1:8900/mcp --bearer-file token.txt --in-flight 64
 //! ```
 //!
 //! `--session-per-call` is TrustGraph's `mcp-tool` pattern: every call on a
 //! new connection, with its own `initialize`, `notifications/initialized`,
 //! the call, and a `DELETE` of the session when the server gave one; the
 //! latency is all of it.
+//!
+//! `--bearer TOKEN` (or `--bearer-file FILE`, its first line) sends
+//! `Authorization: Bearer TOKEN` with every HTTP request.
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +39,8 @@ struct Args {
     in_flight: usize,
     tool: String,
     session_per_call: bool,
+    /// The `Authorization` header's value, `Bearer …`.
+    authorization: Option<hyper::header::HeaderValue>,
 }
 
 fn parse() -> Result<Args, Error> {
@@ -46,6 +52,7 @@ fn parse() -> Result<Args, Error> {
         in_flight: 1,
         tool: String::from("echo"),
         session_per_call: false,
+        authorization: None,
     };
     let mut all = std::env::args().skip(1);
     while let Some(arg) = all.next() {
@@ -57,6 +64,13 @@ fn parse() -> Result<Args, Error> {
             "--in-flight" => args.in_flight = value()?.parse()?,
             "--tool" => args.tool = value()?,
             "--session-per-call" => args.session_per_call = true,
+            "--bearer" => args.authorization = Some(bearer(&value()?)?),
+            "--bearer-file" => {
+                let path = value()?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("cannot read {path}: {error}"))?;
+                args.authorization = Some(bearer(text.lines().next().unwrap_or_default())?);
+            }
             "--stdio" => {}
             "--" => {
                 args.stdio = all.by_ref().collect();
@@ -68,6 +82,17 @@ fn parse() -> Result<Args, Error> {
         return Err("give --url URL or --stdio -- COMMAND…".into());
     }
     Ok(args)
+}
+
+/// `Bearer TOKEN`, as a header value.
+fn bearer(token: &str) -> Result<hyper::header::HeaderValue, Error> {
+    let token = token.trim();
+    if token.is_empty() {
+        return Err("the bearer token is empty".into());
+    }
+    let mut value = hyper::header::HeaderValue::from_str(&format!("Bearer {token}"))?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 fn initialize() -> Value {
@@ -112,10 +137,14 @@ struct Session {
     host: String,
     path: String,
     session: Option<String>,
+    authorization: Option<hyper::header::HeaderValue>,
 }
 
 impl Session {
-    async fn open(url: &str) -> Result<Self, Error> {
+    async fn open(
+        url: &str,
+        authorization: Option<hyper::header::HeaderValue>,
+    ) -> Result<Self, Error> {
         let rest = url
             .strip_prefix("http://")
             .ok_or("the URL must be http://")?;
@@ -134,6 +163,7 @@ impl Session {
                 path.into()
             },
             session: None,
+            authorization,
         };
         let (headers, _) = session.post(&initialize()).await?;
         session.session = headers
@@ -153,6 +183,9 @@ impl Session {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
+        if let Some(authorization) = &self.authorization {
+            request = request.header(hyper::header::AUTHORIZATION, authorization);
+        }
         let request = request.body(Full::new(Bytes::from(body.to_string())))?;
         self.send(request).await
     }
@@ -163,11 +196,14 @@ impl Session {
         let Some(session) = self.session.take() else {
             return Ok(());
         };
-        let request = hyper::Request::delete(&self.path)
+        let mut request = hyper::Request::delete(&self.path)
             .header(hyper::header::HOST, &self.host)
             .header("mcp-protocol-version", "2025-11-25")
-            .header("mcp-session-id", session)
-            .body(Full::new(Bytes::new()))?;
+            .header("mcp-session-id", session);
+        if let Some(authorization) = &self.authorization {
+            request = request.header(hyper::header::AUTHORIZATION, authorization);
+        }
+        let request = request.body(Full::new(Bytes::new()))?;
         self.send(request).await.map(drop)
     }
 
@@ -185,8 +221,13 @@ impl Session {
 
 /// One call in a session of its own, closed after it (TrustGraph's
 /// pattern): whether it was answered.
-async fn call_in_own_session(url: &str, tool: &str, id: u64) -> Result<bool, Error> {
-    let mut session = Session::open(url).await?;
+async fn call_in_own_session(
+    url: &str,
+    authorization: Option<&hyper::header::HeaderValue>,
+    tool: &str,
+    id: u64,
+) -> Result<bool, Error> {
+    let mut session = Session::open(url, authorization.cloned()).await?;
     let (_, answer) = session.post(&call(id, tool)).await?;
     session.close().await?;
     Ok(answered(&answer, id))
@@ -195,6 +236,7 @@ async fn call_in_own_session(url: &str, tool: &str, id: u64) -> Result<bool, Err
 /// Runs `calls` calls, each in a session of its own.
 async fn run_sessions_per_call(
     url: String,
+    authorization: Option<hyper::header::HeaderValue>,
     tool: String,
     warmup: usize,
     calls: usize,
@@ -202,13 +244,14 @@ async fn run_sessions_per_call(
 ) -> Result<(Vec<Duration>, usize), Error> {
     let mut errors = 0;
     for id in 0..warmup as u64 {
-        errors += usize::from(!call_in_own_session(&url, &tool, id + 1).await?);
+        errors +=
+            usize::from(!call_in_own_session(&url, authorization.as_ref(), &tool, id + 1).await?);
     }
     start.wait().await;
     let mut latencies = Vec::with_capacity(calls);
     for n in 0..calls as u64 {
         let started = Instant::now();
-        let ok = call_in_own_session(&url, &tool, 1_000_000 + n).await?;
+        let ok = call_in_own_session(&url, authorization.as_ref(), &tool, 1_000_000 + n).await?;
         latencies.push(started.elapsed());
         errors += usize::from(!ok);
     }
@@ -218,12 +261,13 @@ async fn run_sessions_per_call(
 /// Runs `calls` calls on one session; their latencies, and the errors.
 async fn run_session(
     url: String,
+    authorization: Option<hyper::header::HeaderValue>,
     tool: String,
     warmup: usize,
     calls: usize,
     start: std::sync::Arc<tokio::sync::Barrier>,
 ) -> Result<(Vec<Duration>, usize), Error> {
-    let mut session = Session::open(&url).await?;
+    let mut session = Session::open(&url, authorization).await?;
     let mut errors = 0;
     for id in 0..warmup as u64 {
         let (_, answer) = session.post(&call(id + 1, &tool)).await?;
@@ -251,6 +295,7 @@ async fn over_http(args: &Args) -> Result<(Vec<Duration>, usize, Duration), Erro
             if args.session_per_call {
                 tokio::spawn(run_sessions_per_call(
                     url.clone(),
+                    args.authorization.clone(),
                     args.tool.clone(),
                     warm,
                     per,
@@ -259,6 +304,7 @@ async fn over_http(args: &Args) -> Result<(Vec<Duration>, usize, Duration), Erro
             } else {
                 tokio::spawn(run_session(
                     url.clone(),
+                    args.authorization.clone(),
                     args.tool.clone(),
                     warm,
                     per,

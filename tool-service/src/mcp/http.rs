@@ -220,8 +220,10 @@ pub async fn serve_http(
     };
     let tls = match &options.tls {
         Some(files) => Some(
+            // The handshake counts as part of a request head's time.
             super::tls::TlsAcceptor::load(files)
-                .map_err(|error| std::io::Error::other(error.to_string()))?,
+                .map_err(|error| std::io::Error::other(error.to_string()))?
+                .with_handshake_timeout(options.header_timeout),
         ),
         None => None,
     };

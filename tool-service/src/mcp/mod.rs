@@ -354,7 +354,9 @@ impl McpServer {
             .map(|tool| {
                 let scopes = match overrides.get(tool.service.id()) {
                     Some(scopes) => scopes.clone(),
-                    None => service_scopes(tool.service)
+                    None => tool
+                        .service
+                        .scopes()
                         .iter()
                         .map(|s| (*s).to_owned())
                         .collect(),
@@ -764,9 +766,4 @@ mod tests {
             "the argument `topic` is missing"
         );
     }
-}
-
-/// TEMPORARY until the attribute's scopes land.
-fn service_scopes(_service: Service) -> &'static [&'static str] {
-    &[]
 }

@@ -213,6 +213,7 @@ impl KeyStore {
     }
 
     /// How many times the JWKS was fetched (tried).
+    #[cfg(test)]
     pub(crate) fn fetches(&self) -> u64 {
         self.fetches.load(Ordering::Relaxed)
     }

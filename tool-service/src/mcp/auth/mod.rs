@@ -205,7 +205,7 @@ impl OAuthOptions {
         }
         for scopes in self.scopes.values() {
             for scope in scopes {
-                check_scope(scope)?;
+                crate::scope::check(scope)?;
             }
         }
         Ok(())
@@ -249,6 +249,10 @@ impl Caller {
 
 /// The scopes each tool needs, by tool name.
 type Required = HashMap<String, Vec<String>>;
+
+/// Introspection answers by the SHA-256 of their token, until when each is
+/// kept.
+type Introspected = HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>;
 
 /// Why a request was refused, as counted in
 /// `tg_tool_service_mcp_auth_refusals_total{reason}`.
@@ -367,7 +371,7 @@ pub(crate) struct Authorizer {
     metadata_url: String,
     fetcher: Fetcher,
     discovered: OnceLock<Discovered>,
-    introspected: Mutex<HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>>,
+    introspected: Mutex<Introspected>,
     metrics: Arc<crate::metrics::Metrics>,
     reached: AtomicBool,
 }
@@ -711,9 +715,7 @@ impl Authorizer {
         answer
     }
 
-    fn cache(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, Introspected> {
         self.introspected
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -834,22 +836,6 @@ fn text(status: http::StatusCode, body: String) -> hyper::Response<Body> {
         http::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
-}
-
-/// Why `scope` is not an RFC 6749 scope token (printable ASCII but space,
-/// `"` and `\`), if it is not.
-fn check_scope(scope: &str) -> Result<(), String> {
-    match scope
-        .bytes()
-        .find(|b| !matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
-    {
-        _ if scope.is_empty() => Err(String::from("a scope is empty")),
-        Some(_) => Err(format!(
-            "the scope `{scope}` has a character a scope may not have (printable ASCII \
-             but space, `\"` and `\\`)"
-        )),
-        None => Ok(()),
-    }
 }
 
 /// Whether two byte strings are equal, in time that does not depend on
@@ -995,6 +981,36 @@ mod tests {
         assert!(auth
             .check_call(&fixed, call("close-ticket").as_bytes())
             .is_ok());
+    }
+
+    #[test]
+    fn an_introspection_answer_is_checked_as_a_token_is() {
+        let auth = authorizer(&Signer::new("k1"));
+        let now = jwt::now();
+        let answer = |value: Value| auth.introspection_claims(value.to_string().as_bytes());
+        let claims = answer(
+            json!({"active": true, "client_id": "agent", "aud": "https://tools.example/mcp",
+                                   "scope": "tickets:read", "exp": now + 60}),
+        )
+        .unwrap();
+        assert_eq!(claims.user.as_deref(), Some("agent"));
+        assert_eq!(claims.scopes, ["tickets:read"]);
+        assert_eq!(answer(json!({"active": false})), Err(Reason::Inactive));
+        assert_eq!(answer(json!({"active": "true"})), Err(Reason::Inactive));
+        assert_eq!(
+            answer(json!({"active": true, "aud": "https://other.example/mcp"})),
+            Err(Reason::Audience)
+        );
+        assert_eq!(
+            answer(
+                json!({"active": true, "aud": "https://tools.example/mcp", "iss": "https://evil.example"})
+            ),
+            Err(Reason::Issuer)
+        );
+        assert_eq!(
+            auth.introspection_claims(b"not json"),
+            Err(Reason::Inactive)
+        );
     }
 
     #[test]
