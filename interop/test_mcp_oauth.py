@@ -244,7 +244,7 @@ def test_foreign_expired_and_forged_tokens_are_refused(issuer):
 
 
 def test_scopes_decide_which_tools_a_caller_sees_and_may_call(issuer):
-    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
         reader = issuer.token("agent-reader", server.url)
         names, (listed, closed) = run(mcp_session(server.url, lambda s: tools_and_calls(s, plan), token=reader))
@@ -261,6 +261,14 @@ def test_scopes_decide_which_tools_a_caller_sees_and_may_call(issuer):
         assert sorted(names) == ["close-ticket", "list-tickets"]
         assert "agent-writer" in texts(listed) and not listed.is_error
         assert not closed.is_error, closed
+        assert texts(closed) == "Closed ticket #2: Rotate the staging database password"
+        # The handler's own check: the token's subject is not the owner of
+        # #3, and no token here grants tickets:admin.
+        _, (others,) = run(
+            mcp_session(server.url, lambda s: tools_and_calls(s, [("close-ticket", {"id": 3})]), token=writer)
+        )
+        assert others.is_error
+        assert texts(others) == "ticket #3 belongs to alice: only its owner or an admin may close it"
 
 
 def test_a_token_signed_with_a_new_key_is_accepted_after_one_fetch(issuer):
@@ -357,7 +365,7 @@ def assert_discovered(requests, server, issuer):
 
 
 def test_the_typescript_sdk_signs_in_with_client_credentials(issuer):
-    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
         # The SDK asks for the provider's `scope` (not the challenge's).
         writer = ts_oauth_client(
@@ -384,7 +392,7 @@ def test_the_typescript_sdk_signs_in_with_client_credentials(issuer):
 
 
 def test_the_python_sdk_signs_in_with_client_credentials(issuer):
-    plan = [("list-tickets", {}), ("close-ticket", {"id": 7})]
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
         asked = challenge(post(server.url, INITIALIZE)[1])["scope"]
         log = []
@@ -428,13 +436,17 @@ def test_the_python_sdk_signs_in_with_client_credentials(issuer):
 
 
 def test_the_static_token_and_oauth_clients_share_one_server(issuer):
-    plan = [("list-tickets", {}), ("close-ticket", {"id": 9})]
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 3})]
     with tickets(issuer, "--mcp-token", "static-s3cret", "--log-level", "debug") as server:
         names, (listed, closed) = run(
             mcp_session(server.url, lambda s: tools_and_calls(s, plan), token="static-s3cret")
         )
+        # The static token calls every tool; it names no user and grants no
+        # scope, so the handler's owner check refuses the close itself.
         assert sorted(names) == ["close-ticket", "list-tickets"]
-        assert not listed.is_error and not closed.is_error, (listed, closed)
+        assert not listed.is_error and "an unnamed caller" in texts(listed), listed
+        assert closed.is_error
+        assert texts(closed) == "ticket #3 belongs to alice: only its owner or an admin may close it"
 
         names, (listed, closed) = run(
             mcp_oauth_session(
