@@ -129,13 +129,14 @@ def test_the_stock_agent_with_its_static_token_beside_an_oauth_client(agent):
             deadline = time.monotonic() + 30
             while True:
                 try:
-                    text = asyncio.run(mcp_oauth_session(url, "agent-reader", secret("agent-reader"), call))
+                    text = asyncio.run(mcp_oauth_session(url, "agent-reader", secret("agent-reader"), call, issuer=issuer.issuer))
                     break
                 except Exception:  # noqa: BLE001 - keys still loading: 503, retried
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
-            assert text == JOKE
+            # The joke example greets a caller it knows: the token's subject.
+            assert text == f"Hey agent-reader! {JOKE}"
 
 
 def test_the_stock_agent_calls_two_replicas_behind_a_balancer(agent):
