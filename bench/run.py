@@ -20,7 +20,9 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BIN = ROOT / "target" / "release"
+# Where scripts/bench.sh builds: cargo's target directory, CARGO_TARGET_DIR
+# when set (relative to the workspace, as cargo takes it there).
+BIN = ROOT / os.environ.get("CARGO_TARGET_DIR", "target") / "release"
 URL = os.environ.get("PULSAR_URL", "pulsar://127.0.0.1:6650")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPEATS = 1 if QUICK else 3
@@ -526,6 +528,10 @@ def render(r):
     if mcp.exists():
         import mcp_rounds
         lines += mcp_rounds.render(json.loads(mcp.read_text()))
+    mcp_auth = ROOT / "bench" / "mcp_auth.json"
+    if mcp_auth.exists():
+        import mcp_rounds
+        lines += mcp_rounds.render_auth(json.loads(mcp_auth.read_text()))
     traced = ROOT / "bench" / "traced.json"
     if traced.exists():
         import traced as traced_rounds

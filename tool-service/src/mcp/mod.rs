@@ -71,7 +71,6 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-pub(crate) use auth::REASONS as AUTH_REFUSAL_REASONS;
 pub use auth::{Algorithm, OAuthOptions, DEFAULT_LEEWAY};
 pub use http::{
     serve_http, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,

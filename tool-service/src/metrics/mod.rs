@@ -293,6 +293,26 @@ impl AppMetrics {
     }
 }
 
+/// Why the MCP port's authorization refused a request: the `reason` label
+/// of `tg_tool_service_mcp_auth_refusals_total`.
+#[cfg(feature = "mcp")]
+pub(crate) const MCP_AUTH_REASONS: [&str; 14] = [
+    "missing_token",
+    "malformed_header",
+    "malformed_token",
+    "token_too_large",
+    "algorithm",
+    "unknown_key",
+    "signature",
+    "issuer",
+    "audience",
+    "expired",
+    "not_yet_valid",
+    "inactive",
+    "insufficient_scope",
+    "issuer_unavailable",
+];
+
 /// Why a limit closed an MCP connection (or refused one): every new one
 /// over the cap while each open one was answering (`over-capacity`), an idle
 /// one closed to make room for a new one (`evicted`), no whole request head
@@ -655,7 +675,7 @@ impl Metrics {
             );
             let _ = writeln!(out, "# TYPE {name} counter");
             let refused = auth.refused.lock().unwrap_or_else(PoisonError::into_inner);
-            for reason in crate::mcp::AUTH_REFUSAL_REASONS {
+            for reason in MCP_AUTH_REASONS {
                 let count = refused.get(reason).copied().unwrap_or(0);
                 let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
             }

@@ -287,23 +287,8 @@ pub(crate) enum Reason {
     Unavailable,
 }
 
-/// Every reason, in the order the metrics list them.
-pub(crate) const REASONS: [&str; 14] = [
-    "missing_token",
-    "malformed_header",
-    "malformed_token",
-    "token_too_large",
-    "algorithm",
-    "unknown_key",
-    "signature",
-    "issuer",
-    "audience",
-    "expired",
-    "not_yet_valid",
-    "inactive",
-    "insufficient_scope",
-    "issuer_unavailable",
-];
+/// Every reason's label, in the order of [`Reason`]'s variants.
+const REASONS: [&str; 14] = crate::metrics::MCP_AUTH_REASONS;
 
 impl Reason {
     /// Its label value.
