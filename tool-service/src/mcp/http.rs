@@ -557,14 +557,17 @@ impl Endpoint {
         if path != MCP_PATH {
             return plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp");
         }
+        // A browser's CORS preflight carries no credentials and runs nothing.
+        let preflight = request.method() == hyper::Method::OPTIONS;
         let caller = match &self.auth {
+            Some(_) if preflight => None,
             Some(auth) => match auth.authenticate(request.headers()).await {
                 Ok(caller) => Some(caller),
                 Err(refusal) => return auth.refuse(refusal),
             },
             None => None,
         };
-        if let (None, Some(token)) = (&self.auth, &self.token) {
+        if let (None, Some(token), false) = (&self.auth, &self.token, preflight) {
             if !authorized(request.headers(), token) {
                 let mut response = plain(
                     hyper::StatusCode::UNAUTHORIZED,

@@ -599,14 +599,7 @@ impl Authorizer {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Reason::TooLarge.into());
         }
-        // RFC 6750's b64token.
-        if token.is_empty()
-            || !token
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b))
-        {
-            return Err(Reason::BadRequest.into());
-        }
+        // The operator's own token, whatever its characters.
         if let Some(fixed) = &self.static_token {
             if constant_time_eq(token.as_bytes(), fixed.as_bytes()) {
                 return Ok(Caller {
@@ -615,6 +608,14 @@ impl Authorizer {
                     required: Arc::clone(&self.required),
                 });
             }
+        }
+        // RFC 6750's b64token.
+        if token.is_empty()
+            || !token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b))
+        {
+            return Err(Reason::BadRequest.into());
         }
         let Some(discovered) = self.discovered.get() else {
             return Err(Reason::Unavailable.into());
