@@ -269,7 +269,7 @@ class MemoryStorage:
         self.client_info = client_info
 
 
-async def mcp_oauth_session(url, client_id, client_secret, body, issuer=None, scope=None, log=None):
+async def mcp_oauth_session(url, client_id, client_secret, body, issuer=None, scope=None, log=None, verify=None):
     """Runs `body(session)` in an MCP session whose token the Python MCP
     SDK gets itself: `ClientCredentialsOAuthProvider` (client_secret_basic)
     as the httpx2 client's `auth`, discovering the authorization server
@@ -289,7 +289,12 @@ async def mcp_oauth_session(url, client_id, client_secret, body, issuer=None, sc
         scope=scope,
         issuer=issuer,
     )
-    async with create_mcp_http_client(auth=provider, timeout=httpx2.Timeout(30)) as http_client:
+    if verify is None:
+        client = create_mcp_http_client(auth=provider, timeout=httpx2.Timeout(30))
+    else:
+        # HTTPS with a CA of the test's own (an ssl.SSLContext).
+        client = httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30), verify=verify, follow_redirects=True)
+    async with client as http_client:
         if log is not None:
 
             async def on_response(response):

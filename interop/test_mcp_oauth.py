@@ -550,3 +550,48 @@ def test_opaque_tokens_are_introspected_and_their_answers_cached(issuer):
             assert issuer.stats()["requests"].get("/token/introspection", 0) - before == 1
             status, _, text = post(server.url, INITIALIZE, "an-opaque-token-the-issuer-never-made")
             assert status == 401 and "not active" in text, (status, text)
+
+
+def test_https_on_the_mcp_port_with_oauth(issuer, tmp_path):
+    """`--mcp-tls-cert`/`--mcp-tls-key`: the Python SDK's OAuth client
+    signs in and calls over HTTPS, trusting the test's certificate; the
+    protected resource metadata names the https resource; plain HTTP on
+    the same port gets no MCP answer."""
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True, capture_output=True,
+    )
+    trust = ssl.create_default_context(cafile=str(cert))
+    port = free_port()
+    resource = f"https://127.0.0.1:{port}/mcp"
+    flags = ["--oauth-issuer", issuer.issuer, "--oauth-resource", resource,
+             "--mcp-tls-cert", str(cert), "--mcp-tls-key", str(key)]
+    with McpHttp("tickets", *flags, port=port) as server:
+        assert any(f"url={resource}" in line for line in server.lines), server.lines
+        metadata_url = f"https://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        with urllib.request.urlopen(metadata_url, context=trust, timeout=10) as response:
+            assert json.loads(response.read())["resource"] == resource
+        with pytest.raises(Exception):  # noqa: B017 - plain HTTP on a TLS port: no answer
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=5)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                names, (listed,) = run(
+                    mcp_oauth_session(
+                        resource, "agent-reader", secret("agent-reader"),
+                        lambda s: tools_and_calls(s, [("list-tickets", {})]),
+                        issuer=issuer.issuer, verify=trust,
+                    )
+                )
+                break
+            except Exception:  # noqa: BLE001 - keys still loading: 503, retried
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert names == ["list-tickets"]
+        assert "as listed for agent-reader" in texts(listed), listed
