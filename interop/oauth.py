@@ -25,6 +25,19 @@ CLIENTS = {
 }
 
 
+def once_keys_load(call, seconds=30):
+    """`call()`, tried again while it fails, for up to `seconds`: a server
+    answers 503 until it has its issuer's keys."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except Exception:  # noqa: BLE001 - keys still loading: 503, retried
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def secret(client_id):
     return CLIENTS[client_id][0]
 

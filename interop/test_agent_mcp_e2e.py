@@ -108,7 +108,7 @@ def test_the_stock_agent_with_its_static_token_beside_an_oauth_client(agent):
     token of neither kind is refused."""
     import asyncio
 
-    from oauth import Issuer, mcp_oauth_session, secret
+    from oauth import Issuer, mcp_oauth_session, once_keys_load, secret
 
     with Issuer() as issuer, tempfile.TemporaryDirectory() as directory:
         token_file = pathlib.Path(directory) / "token"
@@ -126,15 +126,11 @@ def test_the_stock_agent_with_its_static_token_beside_an_oauth_client(agent):
                 result = await session.call_tool("tell-joke", {"topic": "programming"})
                 return "".join(item.text for item in result.content)
 
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    text = asyncio.run(mcp_oauth_session(url, "agent-reader", secret("agent-reader"), call, issuer=issuer.issuer))
-                    break
-                except Exception:  # noqa: BLE001 - keys still loading: 503, retried
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            text = once_keys_load(
+                lambda: asyncio.run(
+                    mcp_oauth_session(url, "agent-reader", secret("agent-reader"), call, issuer=issuer.issuer)
+                )
+            )
             # The joke example greets a caller it knows: the token's subject.
             assert text == f"Hey agent-reader! {JOKE}"
 

@@ -22,7 +22,7 @@ import urllib.request
 
 import pytest
 
-from oauth import Issuer, challenge, claims_for, forge, http, jwt_parts, mcp_oauth_session, secret
+from oauth import Issuer, challenge, once_keys_load, claims_for, forge, http, jwt_parts, mcp_oauth_session, secret
 from peer import ROOT, McpHttp, examples_dir, free_port, mcp_session, metrics_port, run
 
 ALL_SCOPES = {"tickets:read", "tickets:write"}
@@ -578,20 +578,14 @@ def test_https_on_the_mcp_port_with_oauth(issuer, tmp_path):
             assert json.loads(response.read())["resource"] == resource
         with pytest.raises(Exception):  # noqa: B017 - plain HTTP on a TLS port: no answer
             urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=5)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                names, (listed,) = run(
-                    mcp_oauth_session(
-                        resource, "agent-reader", secret("agent-reader"),
-                        lambda s: tools_and_calls(s, [("list-tickets", {})]),
-                        issuer=issuer.issuer, verify=trust,
-                    )
+        names, (listed,) = once_keys_load(
+            lambda: run(
+                mcp_oauth_session(
+                    resource, "agent-reader", secret("agent-reader"),
+                    lambda s: tools_and_calls(s, [("list-tickets", {})]),
+                    issuer=issuer.issuer, verify=trust,
                 )
-                break
-            except Exception:  # noqa: BLE001 - keys still loading: 503, retried
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+            )
+        )
         assert names == ["list-tickets"]
         assert "as listed for agent-reader" in texts(listed), listed
