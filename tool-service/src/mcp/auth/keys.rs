@@ -84,7 +84,7 @@ impl Entry {
 }
 
 /// The keys of one JWKS, by `kid` (keys without one under their position).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct KeySet {
     by_kid: HashMap<String, Entry>,
     order: Vec<String>,
@@ -183,6 +183,9 @@ pub(crate) struct KeyStore {
     /// When a fetch for an unknown key last started; held while it runs.
     refetching: tokio::sync::Mutex<Option<Instant>>,
     fetches: AtomicU64,
+    /// Counts the changes of the key set: what was checked with one set
+    /// is checked again with the next.
+    generation: AtomicU64,
 }
 
 impl KeyStore {
@@ -193,6 +196,7 @@ impl KeyStore {
             current: RwLock::new(None),
             refetching: tokio::sync::Mutex::new(None),
             fetches: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -202,6 +206,18 @@ impl KeyStore {
         let store = Self::new(String::new(), Fetcher::new(None).unwrap());
         *store.current.write().unwrap() = Some(Arc::new(keys));
         store
+    }
+
+    /// Which key set this is: it changes when the issuer's keys do.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Another key set, as a fetch that found it would keep it.
+    #[cfg(test)]
+    pub(crate) fn replace(&self, keys: KeySet) {
+        *self.current.write().unwrap() = Some(Arc::new(keys));
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// The keys, once fetched.
@@ -240,7 +256,11 @@ impl KeyStore {
             );
         }
         let count = keys.len();
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(keys));
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        if current.as_deref() != Some(&keys) {
+            *current = Some(Arc::new(keys));
+            self.generation.fetch_add(1, Ordering::Release);
+        }
         Ok(count)
     }
 

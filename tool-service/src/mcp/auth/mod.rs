@@ -32,7 +32,7 @@ mod keys;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -57,8 +57,8 @@ pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// The largest metadata or introspection answer read.
 const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
 
-/// The most introspection answers kept.
-const MAX_INTROSPECTED: usize = 10_000;
+/// The most checked tokens remembered.
+const MAX_REMEMBERED: usize = 10_000;
 
 /// How long an introspection answer is kept, at most (and a refusal).
 const INTROSPECTION_TTL: Duration = Duration::from_secs(60);
@@ -250,9 +250,18 @@ impl Caller {
 /// The scopes each tool needs, by tool name.
 type Required = HashMap<String, Vec<String>>;
 
-/// Introspection answers by the SHA-256 of their token, until when each is
-/// kept.
-type Introspected = HashMap<[u8; 32], (Result<jwt::Claims, Reason>, Instant)>;
+/// Tokens already checked, by their SHA-256: a JWT's signature check
+/// (some 60 µs for ES256) and an introspection request are made once per
+/// token, not once per request.
+type Remembered = HashMap<[u8; 32], Checked>;
+
+/// What a checked token said, until when it holds, and of which key set.
+#[derive(Clone)]
+struct Checked {
+    answer: Result<(Option<String>, Arc<[String]>), Reason>,
+    until: Instant,
+    keys: u64,
+}
 
 /// Why a request was refused, as counted in
 /// `tg_tool_service_mcp_auth_refusals_total{reason}`.
@@ -356,7 +365,7 @@ pub(crate) struct Authorizer {
     metadata_url: String,
     fetcher: Fetcher,
     discovered: OnceLock<Discovered>,
-    introspected: Mutex<Introspected>,
+    remembered: std::sync::RwLock<Remembered>,
     metrics: Arc<crate::metrics::Metrics>,
     reached: AtomicBool,
 }
@@ -425,7 +434,7 @@ impl Authorizer {
             metadata: Bytes::from(metadata.to_string()),
             metadata_url,
             discovered: OnceLock::new(),
-            introspected: Mutex::new(HashMap::new()),
+            remembered: std::sync::RwLock::new(HashMap::new()),
             metrics,
             reached: AtomicBool::new(false),
         })
@@ -620,19 +629,95 @@ impl Authorizer {
         let Some(discovered) = self.discovered.get() else {
             return Err(Reason::Unavailable.into());
         };
-        let claims = if jwt::looks_like_jwt(token) {
-            self.check_jwt(discovered, token).await?
-        } else {
-            self.introspect(discovered, token).await?
+        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .expect("SHA-256 is 32 bytes");
+        let keys = discovered.keys.generation();
+        let now = Instant::now();
+        let remembered = self
+            .remembered
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&digest)
+            .filter(|checked| checked.until > now && checked.keys == keys)
+            .map(|checked| checked.answer.clone());
+        let answer = match remembered {
+            Some(answer) => answer,
+            None => {
+                let (answer, until) = if jwt::looks_like_jwt(token) {
+                    self.check_jwt(discovered, token).await
+                } else {
+                    self.introspect(discovered, token).await
+                };
+                let answer = answer.map(|claims| (claims.user, Arc::from(claims.scopes)));
+                if let Some(until) = until {
+                    self.remember(digest, answer.clone(), until, keys, now);
+                }
+                answer
+            }
         };
+        let (user, scopes) = answer?;
         Ok(Caller {
-            user: claims.user,
-            scopes: Some(claims.scopes.into()),
+            user,
+            scopes: Some(scopes),
             required: Arc::clone(&self.required),
         })
     }
 
-    async fn check_jwt(&self, discovered: &Discovered, token: &str) -> Result<jwt::Claims, Reason> {
+    /// Keeps what a token said until `until` (and while the key set is the
+    /// one it was checked with).
+    fn remember(
+        &self,
+        digest: [u8; 32],
+        answer: Result<(Option<String>, Arc<[String]>), Reason>,
+        until: Instant,
+        keys: u64,
+        now: Instant,
+    ) {
+        let mut remembered = self
+            .remembered
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if remembered.len() >= MAX_REMEMBERED {
+            remembered.retain(|_, checked| checked.until > now);
+            if remembered.len() >= MAX_REMEMBERED {
+                remembered.clear();
+            }
+        }
+        remembered.insert(
+            digest,
+            Checked {
+                answer,
+                until,
+                keys,
+            },
+        );
+    }
+
+    /// What a token says, and until when that may be remembered (a valid
+    /// JWT until it expires; a refused one not at all).
+    async fn check_jwt(
+        &self,
+        discovered: &Discovered,
+        token: &str,
+    ) -> (Result<jwt::Claims, Reason>, Option<Instant>) {
+        let checked = self.check_signed(discovered, token).await;
+        let until = checked.as_ref().ok().map(|claims| {
+            let left = claims
+                .expires
+                .saturating_add(self.rules.leeway.as_secs())
+                .saturating_sub(jwt::now());
+            Instant::now() + Duration::from_secs(left)
+        });
+        (checked, until)
+    }
+
+    async fn check_signed(
+        &self,
+        discovered: &Discovered,
+        token: &str,
+    ) -> Result<jwt::Claims, Reason> {
         let parsed = jwt::parse(token, &self.rules)?;
         let mut keys = discovered.keys.keys().ok_or(Reason::Unavailable)?;
         if let Some(kid) = &parsed.kid {
@@ -648,29 +733,20 @@ impl Authorizer {
         parsed.check(&keys, &self.rules, jwt::now())
     }
 
-    /// An opaque token's claims, from the issuer's introspection endpoint
-    /// (cached no longer than the token lives, and at most a minute).
+    /// An opaque token's claims, from the issuer's introspection endpoint,
+    /// and until when the answer may be remembered: no longer than the token
+    /// lives, and at most a minute (a refusal, 10 s).
     async fn introspect(
         &self,
         discovered: &Discovered,
         token: &str,
-    ) -> Result<jwt::Claims, Reason> {
+    ) -> (Result<jwt::Claims, Reason>, Option<Instant>) {
         let (Some((client, secret)), Some(endpoint)) = (
             &self.options.introspection,
             &discovered.introspection_endpoint,
         ) else {
-            return Err(Reason::Malformed);
+            return (Err(Reason::Malformed), None);
         };
-        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
-            .as_ref()
-            .try_into()
-            .expect("SHA-256 is 32 bytes");
-        let now = Instant::now();
-        if let Some((answer, until)) = self.cache().get(&digest) {
-            if *until > now {
-                return answer.clone();
-            }
-        }
         let form = [("token", token), ("token_type_hint", "access_token")];
         let answer = match self
             .fetcher
@@ -680,9 +756,10 @@ impl Authorizer {
             Ok(body) => self.introspection_claims(&body),
             Err(error) => {
                 tracing::warn!("cannot introspect a token: {error}");
-                return Err(Reason::Unavailable);
+                return (Err(Reason::Unavailable), None);
             }
         };
+        let now = Instant::now();
         let until = match &answer {
             Ok(claims) => {
                 let left = claims.expires.saturating_sub(jwt::now());
@@ -690,21 +767,7 @@ impl Authorizer {
             }
             Err(_) => now + REFUSAL_TTL,
         };
-        let mut cache = self.cache();
-        if cache.len() >= MAX_INTROSPECTED {
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= MAX_INTROSPECTED {
-                cache.clear();
-            }
-        }
-        cache.insert(digest, (answer.clone(), until));
-        answer
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, Introspected> {
-        self.introspected
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        (answer, Some(until))
     }
 
     /// The claims of an introspection answer: active, then checked as a
@@ -727,7 +790,7 @@ impl Authorizer {
     /// Whether `caller` may make the JSON-RPC request `body`: for a
     /// `tools/call`, every scope of the tool granted.
     pub(crate) fn check_call(&self, caller: &Caller, body: &[u8]) -> Result<(), Refusal> {
-        if caller.scopes.is_none() {
+        if caller.scopes.is_none() || self.required.is_empty() {
             return Ok(());
         }
         #[derive(serde::Deserialize)]
@@ -967,6 +1030,24 @@ mod tests {
         assert!(auth
             .check_call(&fixed, call("close-ticket").as_bytes())
             .is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_checked_token_is_remembered_until_the_keys_change() {
+        let signer = Signer::new("k1");
+        let auth = authorizer(&signer);
+        let token = signer.sign(&good_claims());
+        for _ in 0..3 {
+            assert!(auth.authenticate(&bearer(&token)).await.is_ok());
+        }
+        assert_eq!(auth.remembered.read().unwrap().len(), 1);
+        // The issuer drops the key (it leaked, say): the token is checked
+        // again, against the new set, and refused.
+        let other = Signer::new("k2");
+        let keys = keys::KeySet::from_jwks(&json!({"keys": [other.jwk()]}), 10).0;
+        auth.discovered.get().unwrap().keys.replace(keys);
+        let refused = auth.authenticate(&bearer(&token)).await.unwrap_err();
+        assert_eq!(refused.reason, Reason::UnknownKey);
     }
 
     #[test]
