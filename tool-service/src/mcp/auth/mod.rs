@@ -31,7 +31,6 @@ mod keys;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -367,7 +366,6 @@ pub(crate) struct Authorizer {
     discovered: OnceLock<Discovered>,
     remembered: std::sync::RwLock<Remembered>,
     metrics: Arc<crate::metrics::Metrics>,
-    reached: AtomicBool,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -436,7 +434,6 @@ impl Authorizer {
             discovered: OnceLock::new(),
             remembered: std::sync::RwLock::new(HashMap::new()),
             metrics,
-            reached: AtomicBool::new(false),
         })
     }
 
@@ -515,7 +512,6 @@ impl Authorizer {
             keys,
             introspection_endpoint,
         });
-        self.reached.store(true, Ordering::Relaxed);
         self.metrics.mcp_auth_keys_loaded(true);
         Ok(count)
     }
@@ -604,13 +600,13 @@ impl Authorizer {
             // Another scheme (Basic, …): as if there were no token.
             return Err(Reason::Missing.into());
         }
-        let token = value.to_str().map_err(|_| Reason::BadRequest)?[scheme_end..].trim();
+        let token = bytes[scheme_end..].trim_ascii();
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Reason::TooLarge.into());
         }
         // The operator's own token, whatever its characters.
         if let Some(fixed) = &self.static_token {
-            if constant_time_eq(token.as_bytes(), fixed.as_bytes()) {
+            if constant_time_eq(token, fixed.as_bytes()) {
                 return Ok(Caller {
                     user: None,
                     scopes: None,
@@ -618,18 +614,15 @@ impl Authorizer {
                 });
             }
         }
-        // RFC 6750's b64token.
-        if token.is_empty()
-            || !token
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b))
-        {
+        if token.is_empty() {
             return Err(Reason::BadRequest.into());
         }
         let Some(discovered) = self.discovered.get() else {
             return Err(Reason::Unavailable.into());
         };
-        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+        // A token seen before is found by its digest alone: only a token of
+        // the right characters is ever remembered.
+        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token)
             .as_ref()
             .try_into()
             .expect("SHA-256 is 32 bytes");
@@ -645,6 +638,10 @@ impl Authorizer {
         let answer = match remembered {
             Some(answer) => answer,
             None => {
+                // RFC 6750's b64token.
+                let Some(token) = b64token(token) else {
+                    return Err(Reason::BadRequest.into());
+                };
                 let (answer, until) = if jwt::looks_like_jwt(token) {
                     self.check_jwt(discovered, token).await
                 } else {
@@ -887,6 +884,18 @@ fn text(status: http::StatusCode, body: String) -> hyper::Response<Body> {
     response
 }
 
+/// `token` as text, when it is an RFC 6750 b64token (letters, digits,
+/// `-._~+/`, then `=` padding).
+fn b64token(token: &[u8]) -> Option<&str> {
+    let padding = token.iter().rev().take_while(|b| **b == b'=').count();
+    let body = &token[..token.len() - padding];
+    let ok = !body.is_empty()
+        && body.iter().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
+        });
+    ok.then(|| std::str::from_utf8(token).ok()).flatten()
+}
+
 /// Whether two byte strings are equal, in time that does not depend on
 /// where they differ.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -1091,6 +1100,21 @@ mod tests {
                    "scopes_supported": ["tickets:admin", "tickets:read"],
                    "bearer_methods_supported": ["header"]})
         );
+    }
+
+    #[test]
+    fn tokens_are_b64tokens() {
+        for (token, ok) in [
+            ("abc.DEF-_~+/", true),
+            ("abc==", true),
+            ("==", false),
+            ("a=b", false),
+            ("a b", false),
+            ("{x}", false),
+            ("é", false),
+        ] {
+            assert_eq!(b64token(token.as_bytes()).is_some(), ok, "{token}");
+        }
     }
 
     #[test]
