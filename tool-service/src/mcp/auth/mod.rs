@@ -56,8 +56,10 @@ pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// The largest metadata or introspection answer read.
 const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
 
-/// The most checked tokens remembered.
-const MAX_REMEMBERED: usize = 10_000;
+/// The bytes of remembered tokens, at most; and the longest token
+/// remembered (a longer one is checked on every request).
+const MAX_REMEMBERED_BYTES: usize = 4 * 1024 * 1024;
+const MAX_REMEMBERED_TOKEN: usize = 4 * 1024;
 
 /// How long an introspection answer is kept, at most (and a refusal).
 const INTROSPECTION_TTL: Duration = Duration::from_secs(60);
@@ -249,10 +251,15 @@ impl Caller {
 /// The scopes each tool needs, by tool name.
 type Required = HashMap<String, Vec<String>>;
 
-/// Tokens already checked, by their SHA-256: a JWT's signature check
-/// (some 60 µs for ES256) and an introspection request are made once per
-/// token, not once per request.
-type Remembered = HashMap<[u8; 32], Checked>;
+/// Tokens already checked: a JWT's signature check (some 60 µs for
+/// ES256) and an introspection request are made once per token, not once
+/// per request. Keyed by the whole token (the standard library's keyed
+/// hash; a digest of it cost more than a tenth of a call), bounded in bytes.
+#[derive(Default)]
+struct Remembered {
+    tokens: HashMap<Box<[u8]>, Checked>,
+    bytes: usize,
+}
 
 /// What a checked token said, until when it holds, and of which key set.
 #[derive(Clone)]
@@ -432,7 +439,7 @@ impl Authorizer {
             metadata: Bytes::from(metadata.to_string()),
             metadata_url,
             discovered: OnceLock::new(),
-            remembered: std::sync::RwLock::new(HashMap::new()),
+            remembered: std::sync::RwLock::new(Remembered::default()),
             metrics,
         })
     }
@@ -620,19 +627,16 @@ impl Authorizer {
         let Some(discovered) = self.discovered.get() else {
             return Err(Reason::Unavailable.into());
         };
-        // A token seen before is found by its digest alone: only a token of
-        // the right characters is ever remembered.
-        let digest: [u8; 32] = ring::digest::digest(&ring::digest::SHA256, token)
-            .as_ref()
-            .try_into()
-            .expect("SHA-256 is 32 bytes");
+        // A token seen before is found before its characters are checked:
+        // only a token of the right characters is ever remembered.
         let keys = discovered.keys.generation();
         let now = Instant::now();
         let remembered = self
             .remembered
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&digest)
+            .tokens
+            .get(token)
             .filter(|checked| checked.until > now && checked.keys == keys)
             .map(|checked| checked.answer.clone());
         let answer = match remembered {
@@ -649,7 +653,7 @@ impl Authorizer {
                 };
                 let answer = answer.map(|claims| (claims.user, Arc::from(claims.scopes)));
                 if let Some(until) = until {
-                    self.remember(digest, answer.clone(), until, keys, now);
+                    self.remember(token, answer.clone(), until, keys, now);
                 }
                 answer
             }
@@ -666,30 +670,39 @@ impl Authorizer {
     /// one it was checked with).
     fn remember(
         &self,
-        digest: [u8; 32],
+        token: &str,
         answer: Result<(Option<String>, Arc<[String]>), Reason>,
         until: Instant,
         keys: u64,
         now: Instant,
     ) {
+        if token.len() > MAX_REMEMBERED_TOKEN {
+            return;
+        }
         let mut remembered = self
             .remembered
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if remembered.len() >= MAX_REMEMBERED {
-            remembered.retain(|_, checked| checked.until > now);
-            if remembered.len() >= MAX_REMEMBERED {
-                remembered.clear();
+        if remembered.bytes + token.len() > MAX_REMEMBERED_BYTES {
+            remembered.tokens.retain(|_, checked| checked.until > now);
+            remembered.bytes = remembered.tokens.keys().map(|token| token.len()).sum();
+            if remembered.bytes + token.len() > MAX_REMEMBERED_BYTES {
+                remembered.tokens.clear();
+                remembered.bytes = 0;
             }
         }
-        remembered.insert(
-            digest,
-            Checked {
-                answer,
-                until,
-                keys,
-            },
-        );
+        let checked = Checked {
+            answer,
+            until,
+            keys,
+        };
+        if remembered
+            .tokens
+            .insert(token.as_bytes().into(), checked)
+            .is_none()
+        {
+            remembered.bytes += token.len();
+        }
     }
 
     /// What a token says, and until when that may be remembered (a valid
@@ -1049,7 +1062,7 @@ mod tests {
         for _ in 0..3 {
             assert!(auth.authenticate(&bearer(&token)).await.is_ok());
         }
-        assert_eq!(auth.remembered.read().unwrap().len(), 1);
+        assert_eq!(auth.remembered.read().unwrap().tokens.len(), 1);
         // The issuer drops the key (it leaked, say): the token is checked
         // again, against the new set, and refused.
         let other = Signer::new("k2");
