@@ -23,6 +23,7 @@ import urllib.request
 import pytest
 
 from oauth import Issuer, challenge, once_keys_load, claims_for, forge, http, jwt_parts, mcp_oauth_session, secret
+from test_mcp import INITIALIZE
 from peer import ROOT, McpHttp, examples_dir, free_port, mcp_session, metrics_port, run
 
 ALL_SCOPES = {"tickets:read", "tickets:write"}
@@ -53,16 +54,6 @@ def post(url, message, token=None, headers=None):
         return error.code, error.headers, error.read().decode()
 
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 
 
 def raw_call(url, token, tool, arguments):
@@ -395,34 +386,24 @@ def test_the_python_sdk_signs_in_with_client_credentials(issuer):
     plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
         asked = challenge(post(server.url, INITIALIZE)[1])["scope"]
-        log = []
-        names, (listed, closed) = run(
-            mcp_oauth_session(
-                server.url,
-                "agent-writer",
-                secret("agent-writer"),
-                lambda s: tools_and_calls(s, plan),
-                issuer=issuer.issuer,
-                log=log,
+
+        def signed_in(client_id):
+            """The tools `client_id` lists, its calls, and the HTTP log."""
+            log = []
+            session = mcp_oauth_session(
+                server.url, client_id, secret(client_id), lambda s: tools_and_calls(s, plan),
+                issuer=issuer.issuer, log=log,
             )
-        )
+            return (*run(session), log)
+
+        names, (listed, closed), log = signed_in("agent-writer")
         assert sorted(names) == ["close-ticket", "list-tickets"]
         assert "agent-writer" in texts(listed)
         assert not closed.is_error, closed
         # The SDK asks for the scopes the challenge names.
         assert assert_discovered(log, server, issuer)["scope"] == asked
 
-        log = []
-        names, (listed, closed) = run(
-            mcp_oauth_session(
-                server.url,
-                "agent-reader",
-                secret("agent-reader"),
-                lambda s: tools_and_calls(s, plan),
-                issuer=issuer.issuer,
-                log=log,
-            )
-        )
+        names, (listed, closed), log = signed_in("agent-reader")
         assert names == ["list-tickets"]
         assert "agent-reader" in texts(listed)
         # Refused with insufficient_scope, the SDK steps up (asking for
