@@ -107,11 +107,31 @@ cargo test --workspace --locked --no-fail-fast
 
 phase "interop with TrustGraph's Python code, the Python MCP SDK and the MCP conformance suite"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
-"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5
+# Beside the suites on the broker, the two that need none: MCP authorization
+# (its own authorization servers and MCP servers, on ports of their own; no
+# conftest, whose replicas would serve the broker suite's topics too) and
+# the providers' schema checks. Their output follows the broker suites'.
+"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop/test_mcp_oauth.py -q -p no:cacheprovider --noconftest \
+  >"$logs/oauth-tests.out" 2>&1 &
+oauth_tests=$!
+jobs_pids+=("$oauth_tests")
+"$providers_python" -m pytest interop-schemas -q -p no:cacheprovider >"$logs/schemas-tests.out" 2>&1 &
+schemas_tests=$!
+jobs_pids+=("$schemas_tests")
+"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5 \
+  --ignore=interop/test_mcp_oauth.py
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 "$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider
+echo "==> MCP authorization: a real authorization server, the TypeScript and Python SDKs' OAuth clients" >&2
+oauth_status=0
+wait "$oauth_tests" || oauth_status=$?
+cat "$logs/oauth-tests.out"
+[ "$oauth_status" -eq 0 ] || { echo "test.sh: the MCP authorization tests failed (above)" >&2; exit 1; }
 echo "==> the tools' schemas through Gemini's, OpenAI's and Anthropic's own client code" >&2
-"$providers_python" -m pytest interop-schemas -q -p no:cacheprovider
+schemas_status=0
+wait "$schemas_tests" || schemas_status=$?
+cat "$logs/schemas-tests.out"
+[ "$schemas_status" -eq 0 ] || { echo "test.sh: the schema checks failed (above)" >&2; exit 1; }
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 phase "tests passed; $(du -sh "$target_dir" | cut -f1) in $target_dir"
