@@ -63,6 +63,12 @@ pub(crate) struct Entered<'a> {
 }
 
 impl RequestSpan {
+    /// A span that records nothing, for tests.
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
+        Self::logged(tracing::Span::none())
+    }
+
     fn logged(span: tracing::Span) -> Self {
         Self {
             span,

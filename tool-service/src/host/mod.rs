@@ -55,19 +55,24 @@
 //! in `tg_tool_service_errors_total{type="rate-limited"}`.
 
 mod budget;
+mod call;
 mod limiter;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify, Semaphore};
 
 pub(crate) use budget::Budget;
 #[cfg(feature = "pulsar")]
 pub(crate) use budget::Held;
 pub use budget::DEFAULT_MEMORY_BUDGET;
+#[cfg(feature = "pulsar")]
+pub(crate) use call::Permit;
+pub(crate) use call::{refused, Admitted, Call, OverBudget};
 pub(crate) use limiter::RateLimiter;
 
 use crate::error::ToolError;
@@ -220,11 +225,23 @@ struct Inner {
     grace_period: Duration,
     /// The replica's byte budget, over every service and transport.
     budget: Arc<Budget>,
-    /// Calls running now over transports that count them here, and whether
-    /// new ones are refused.
+    /// Calls admitted and not answered yet, over every transport, and
+    /// whether new ones are refused.
     in_flight: AtomicUsize,
     closing: AtomicBool,
     idle: Notify,
+    /// Where the drain is, for the transports to follow.
+    phase: watch::Sender<Phase>,
+}
+
+/// Where a host's drain is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Serving,
+    /// New calls are refused; those admitted may finish.
+    Draining,
+    /// The drain is over: what still runs is abandoned.
+    Over,
 }
 
 /// One service as hosted: its policy, resolved once.
@@ -233,6 +250,8 @@ pub(crate) struct Hosted {
     pub(crate) service: Service,
     pub(crate) timeout: Duration,
     pub(crate) concurrency: usize,
+    /// One per call in the service's handler, over every transport.
+    pub(crate) permits: Arc<Semaphore>,
     /// Shared by every transport: the limit is the replica's.
     pub(crate) limiter: Option<Arc<RateLimiter>>,
 }
@@ -263,6 +282,7 @@ impl Host {
                 service,
                 timeout: options.timeout_of(service),
                 concurrency: options.concurrency_of(service),
+                permits: Arc::new(Semaphore::new(options.concurrency_of(service))),
                 limiter: options
                     .rate_of(service)
                     .map(|rate| Arc::new(RateLimiter::new(rate))),
@@ -280,6 +300,7 @@ impl Host {
                 in_flight: AtomicUsize::new(0),
                 closing: AtomicBool::new(false),
                 idle: Notify::new(),
+                phase: watch::Sender::new(Phase::Serving),
             }),
         })
     }
@@ -338,36 +359,36 @@ impl Host {
             .find(|hosted| hosted.service.id() == id)
     }
 
-    /// Counts a call in flight while the guard lives, or refuses it when
-    /// the host is closing. (Pulsar's worker counts its own requests, with
-    /// what it holds of them for the broker.)
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn enter(&self) -> Result<Entered<'_>, ToolError> {
-        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
-        let entered = Entered(&self.inner);
-        if self.is_closing() {
-            return Err(shutting_down());
-        }
-        Ok(entered)
-    }
-
     /// Whether new calls are refused (the drain has begun).
     pub fn is_closing(&self) -> bool {
         self.inner.closing.load(Ordering::Acquire)
     }
 
-    /// Calls running now on transports that count them here (MCP).
+    /// Calls admitted and not answered yet, over every transport.
     pub fn in_flight(&self) -> usize {
         self.inner.in_flight.load(Ordering::Acquire)
     }
 
-    /// Refuses new calls from now on (answered "the service is shutting
-    /// down; try again"), marks the metrics as draining (`/readyz` 503),
-    /// and waits up to `grace` for the calls counted here to finish;
-    /// whether they all did.
+    /// The drain of every transport: refuses new calls from now on
+    /// (answered "the service is shutting down; try again"), marks the
+    /// metrics as draining (`/readyz` 503), and waits up to `grace` for the
+    /// calls admitted on every transport to finish; whether they all did.
+    /// When they did not, it logs the one "grace period over" warning, and
+    /// the transports abandon what still runs.
     pub async fn drain(&self, grace: Duration) -> bool {
         self.inner.closing.store(true, Ordering::Release);
         self.inner.metrics.set_draining();
+        self.inner.phase.send_if_modified(|phase| {
+            let begins = *phase == Phase::Serving;
+            if begins {
+                *phase = Phase::Draining;
+            }
+            begins
+        });
+        tracing::info!(
+            in_flight = self.in_flight(),
+            "stopping: finishing calls in flight"
+        );
         let idle = async {
             loop {
                 let notified = self.inner.idle.notified();
@@ -377,7 +398,34 @@ impl Host {
                 notified.await;
             }
         };
-        tokio::time::timeout(grace, idle).await.is_ok()
+        let drained = tokio::time::timeout(grace, idle).await.is_ok();
+        if !drained {
+            tracing::warn!(
+                abandoned = self.in_flight(),
+                "grace period over: abandoning calls still running"
+            );
+        }
+        self.inner.phase.send_replace(Phase::Over);
+        drained
+    }
+
+    /// Completes once the drain has begun.
+    pub(crate) fn draining(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.reached(Phase::Draining)
+    }
+
+    /// Completes once the drain is over: what still runs is abandoned.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn drained(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.reached(Phase::Over)
+    }
+
+    fn reached(&self, phase: Phase) -> impl Future<Output = ()> + Send + 'static {
+        let mut phases = self.inner.phase.subscribe();
+        async move {
+            // The sender lives as long as the host, which outlives this.
+            let _ = phases.wait_for(|now| *now >= phase).await;
+        }
     }
 
     /// Serves `/metrics`, `/livez` and `/readyz` (and `/readyz/pulsar`,
@@ -410,18 +458,6 @@ pub(crate) fn check_names(registry: &Registry, options: &HostOptions) -> Result<
     {
         Some(unknown) => Err(registry.unknown_service(unknown)),
         None => Ok(()),
-    }
-}
-
-/// A call counted in flight while this lives.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) struct Entered<'a>(&'a Inner);
-
-impl Drop for Entered<'_> {
-    fn drop(&mut self) {
-        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle.notify_waiters();
-        }
     }
 }
 

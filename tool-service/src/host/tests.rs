@@ -170,10 +170,87 @@ async fn a_burst_over_the_rate_is_partly_refused_with_when_to_try_again() {
     assert!(limiter.admit().is_err());
 }
 
+fn metrics_of(host: &Host, id: &'static str) -> Arc<crate::metrics::ServiceMetrics> {
+    host.metrics().service(id)
+}
+
+/// A host of `host-tests-hi-service` (2 calls a second) with room for one
+/// call at once and a budget of 100 bytes.
+fn narrow_host() -> Host {
+    let options = HostOptions {
+        concurrency: Some(1),
+        memory_budget: 100,
+        ..only(&["host-tests-hi-service"])
+    };
+    Host::new(registry(), &options).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_takes_the_drain_then_the_budget_then_the_rate_then_a_permit() {
+    let host = narrow_host();
+    let hosted = host.hosted("host-tests-hi-service").unwrap();
+    let metrics = metrics_of(&host, "host-tests-hi-service");
+
+    // The budget before the rate: a call refused for memory spends none
+    // of the rate, and a transport that holds back is not refused.
+    let held = host.budget().hold((), 90);
+    let refused = host.admit(hosted, 20, OverBudget::Refuse).err().unwrap();
+    assert_eq!(refused.kind(), ToolError::OVERLOADED);
+    let first = host.admit(hosted, 20, OverBudget::HeldBack).unwrap();
+    drop(held);
+
+    // The rate before the permit: over the rate, a call is refused at once
+    // rather than queued behind the one running.
+    let running = first.try_start(&metrics).ok().unwrap();
+    let waiting = host.admit(hosted, 20, OverBudget::Refuse).unwrap();
+    let refused = host.admit(hosted, 20, OverBudget::Refuse).err().unwrap();
+    assert_eq!(refused.kind(), ToolError::RATE_LIMITED);
+
+    // The permit: one call at once; the next waits for it.
+    let waiting = waiting.try_start(&metrics).err().unwrap();
+    let started = {
+        let (host, metrics) = (host.clone(), Arc::clone(&metrics));
+        tokio::spawn(async move { waiting.start(&host, &metrics).await.is_ok() })
+    };
+    tokio::task::yield_now().await;
+    assert!(!started.is_finished(), "waits while the other call runs");
+    let span = crate::trace::RequestSpan::none();
+    running.finish(&span, None);
+    assert!(started.await.unwrap(), "started once the permit was free");
+    assert_eq!(host.in_flight(), 0);
+
+    // The drain first of all: refused while the rate is spent, and a call
+    // waiting for a permit when it begins is refused too.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let running = host
+        .admit(hosted, 20, OverBudget::Refuse)
+        .unwrap()
+        .try_start(&metrics)
+        .ok()
+        .unwrap();
+    let waiting = host.admit(hosted, 20, OverBudget::Refuse).unwrap();
+    let waited = {
+        let (host, metrics) = (host.clone(), Arc::clone(&metrics));
+        tokio::spawn(async move { waiting.start(&host, &metrics).await.err() })
+    };
+    tokio::task::yield_now().await;
+    let draining = {
+        let host = host.clone();
+        tokio::spawn(async move { host.drain(Duration::from_secs(10)).await })
+    };
+    let refusal = waited.await.unwrap().expect("refused by the drain");
+    assert_eq!(refusal.kind(), ToolError::UNAVAILABLE);
+    let refused = host.admit(hosted, 20, OverBudget::Refuse).err().unwrap();
+    assert_eq!(refused.message(), "the service is shutting down; try again");
+    running.finish(&span, None);
+    assert!(draining.await.unwrap());
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_drain_refuses_new_calls_and_waits_for_those_in_flight() {
     let host = Host::new(registry(), &only(&["host-tests-hi-service"])).unwrap();
-    let entered = host.enter().unwrap();
+    let hosted = host.hosted("host-tests-hi-service").unwrap();
+    let admitted = host.admit(hosted, 0, OverBudget::Refuse).unwrap();
     assert_eq!(host.in_flight(), 1);
     let draining = {
         let host = host.clone();
@@ -181,18 +258,29 @@ async fn the_drain_refuses_new_calls_and_waits_for_those_in_flight() {
     };
     tokio::task::yield_now().await;
     assert!(host.is_closing());
-    let refused = host.enter().err().unwrap();
+    let refused = host.admit(hosted, 0, OverBudget::Refuse).err().unwrap();
     assert_eq!(refused.kind(), ToolError::UNAVAILABLE);
     assert_eq!(refused.message(), "the service is shutting down; try again");
     assert_eq!(host.in_flight(), 1, "a refused call is not counted");
     assert_eq!(host.metrics().readiness().unwrap_err(), "shutting down\n");
+    // A second transport's drain is the same drain: it ends with the first.
+    let second = {
+        let host = host.clone();
+        tokio::spawn(async move { host.drain(Duration::from_secs(1)).await })
+    };
     tokio::time::advance(Duration::from_secs(3)).await;
-    assert!(!draining.is_finished());
-    drop(entered);
+    assert!(!draining.is_finished() && !second.is_finished());
+    drop(admitted);
     assert!(draining.await.unwrap(), "drained within the grace period");
+    assert!(second.await.unwrap());
 
     // A call that outlives the grace period is abandoned.
     let host = Host::new(registry(), &only(&["host-tests-hi-service"])).unwrap();
-    let _stuck = host.enter().unwrap();
+    let hosted = host.hosted("host-tests-hi-service").unwrap();
+    let _stuck = host.admit(hosted, 0, OverBudget::Refuse).unwrap();
+    let over = host.drained();
     assert!(!host.drain(Duration::from_secs(1)).await);
+    tokio::time::timeout(Duration::from_millis(1), over)
+        .await
+        .expect("the transports hear that the drain is over");
 }

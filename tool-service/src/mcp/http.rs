@@ -328,18 +328,8 @@ pub async fn serve_http(
     accept_until(&listener, shutdown, &accept).await;
     // Still answering while calls in flight finish (new ones are refused),
     // and a moment after, so that their clients can end their sessions.
-    tracing::info!(
-        in_flight = server.in_flight(),
-        "stopping MCP: finishing calls in flight"
-    );
     let grace = server.host().grace_period();
-    let drained = accept_until(&listener, server.drain(grace), &accept).await;
-    if drained != Some(true) {
-        tracing::warn!(
-            abandoned = server.in_flight(),
-            "grace period over: abandoning MCP calls still running"
-        );
-    }
+    accept_until(&listener, server.drain(grace), &accept).await;
     accept_until(&listener, tokio::time::sleep(LINGER), &accept).await;
     drop(listener);
     // Ends the sessions' streams, then the connections.

@@ -69,7 +69,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::sync::Semaphore;
 
 pub use auth::{Algorithm, OAuthOptions, DEFAULT_LEEWAY};
 pub use http::{
@@ -81,7 +80,8 @@ use crate::schema::flavor;
 pub use crate::schema::{ParseSchemaFlavorError, SchemaFlavor};
 
 use crate::dispatch::{self, FrameSink, Limits};
-use crate::host::{Host, HostOptions, RateLimiter};
+use crate::error::ToolError;
+use crate::host::{Host, HostOptions, OverBudget};
 use crate::log_text::Untrusted;
 use crate::metrics::ServiceMetrics;
 use crate::wire::{Frame, Request};
@@ -160,9 +160,8 @@ struct McpTool {
     /// Whether a result is sent as text only.
     text: bool,
     limits: Limits,
-    permits: Arc<Semaphore>,
-    /// The service's rate limit, shared with its other transports.
-    rate: Option<Arc<RateLimiter>>,
+    /// Its service's place among the host's: its admission.
+    hosted: usize,
     /// Its calls' samples, labelled `transport="mcp"`.
     metrics: Arc<ServiceMetrics>,
 }
@@ -243,9 +242,8 @@ impl McpServer {
     ) -> Self {
         let registry = Arc::clone(host.registry());
         let mut tools = Vec::new();
-        for hosted in host.hosted_services() {
+        for (at, hosted) in host.hosted_services().iter().enumerate() {
             let service = hosted.service;
-            let permits = Arc::new(Semaphore::new(hosted.concurrency));
             let metrics = host.metrics().service_on(service.id(), Some("mcp"));
             for name in service.tool_names() {
                 let Some(descriptor) = registry.descriptors().tool.get(name) else {
@@ -270,8 +268,7 @@ impl McpServer {
                     config: Value::Object(descriptor.config.clone()).to_string(),
                     text,
                     limits: Limits::default().with_timeout(hosted.timeout),
-                    permits: Arc::clone(&permits),
-                    rate: hosted.limiter.clone(),
+                    hosted: at,
                     metrics: Arc::clone(&metrics),
                 });
             }
@@ -373,7 +370,8 @@ impl McpServer {
             .map(|&at| &self.inner.tools[at])
     }
 
-    /// Calls a tool: the one request path, then the result as MCP shows it.
+    /// Calls a tool: the host's admission, the one request path, then the
+    /// result as MCP shows it.
     async fn call(
         &self,
         tool: &McpTool,
@@ -381,39 +379,29 @@ impl McpServer {
         arguments: serde_json::Map<String, Value>,
         progress: Option<Progress>,
         caller: Option<&auth::Caller>,
+        span: &crate::trace::RequestSpan,
     ) -> CallToolResult {
-        let admitted = self
-            .inner
-            .host
-            .enter()
-            .and_then(|entered| match &tool.rate {
-                Some(rate) => rate.admit().map(|()| entered),
-                None => Ok(entered),
-            });
-        let _entered = match admitted {
-            Ok(entered) => entered,
-            Err(refusal) => {
-                tool.metrics.refused(refusal.kind());
-                return failure(refusal.message());
-            }
-        };
         let request = Request {
             user: caller.and_then(|caller| caller.user.clone()),
             config: tool.config.clone(),
             arguments: Value::Object(arguments).to_string(),
         };
         // Held against the replica's byte budget, as a Pulsar request is.
+        let host = &self.inner.host;
         let bytes = request.config.len() + request.arguments.len();
-        let budget = self.inner.host.budget();
-        if budget.refuses(bytes) {
-            let refusal = budget.refusal();
-            tool.metrics.refused(refusal.kind());
-            return failure(refusal.message());
-        }
-        let _held = budget.hold((), bytes);
-        // Closed only when the server is dropped; waiting calls then fail.
-        let Ok(_permit) = tool.permits.acquire().await else {
-            return failure(crate::host::shutting_down().message());
+        let hosted = &host.hosted_services()[tool.hosted];
+        let refuse = |refusal: ToolError| {
+            crate::host::refused(&tool.metrics, span, &refusal);
+            failure(refusal.message())
+        };
+        let admitted = match host.admit(hosted, bytes, OverBudget::Refuse) {
+            Ok(admitted) => admitted,
+            Err(refusal) => return refuse(refusal),
+        };
+        let _held = host.budget().hold((), bytes);
+        let call = match admitted.start(host, &tool.metrics).await {
+            Ok(call) => call,
+            Err(refusal) => return refuse(refusal),
         };
         let mut sink = Collect {
             text: String::new(),
@@ -421,8 +409,7 @@ impl McpServer {
             last: None,
             progress,
         };
-        let (in_flight, started) = (tool.metrics.start(), std::time::Instant::now());
-        let state = self.inner.host.registry().state();
+        let state = host.registry().state();
         let respond =
             dispatch::respond(tool.service, state, id, Ok(request), tool.limits, &mut sink);
         let granted = caller.and_then(|caller| caller.scopes.clone());
@@ -431,8 +418,7 @@ impl McpServer {
         let last = sink
             .last
             .expect("every response ends with a last frame (dispatch::respond)");
-        let failed = last.error.as_ref().map(crate::error::ToolError::kind);
-        in_flight.finish(failed, started.elapsed());
+        call.finish(span, last.error.as_ref());
         if let Some(error) = &last.error {
             return failure(error.message());
         }
@@ -604,7 +590,7 @@ impl ServerHandler for McpServer {
         let arguments = request.arguments.unwrap_or_default();
         // On the heap: rmcp moves the handler's future a few times, and
         // spawns it inside the request's own; this keeps those moves small.
-        let call = Box::pin(self.call(tool, &id, arguments, progress, caller_of(&context)));
+        let call = Box::pin(self.call(tool, &id, arguments, progress, caller_of(&context), &span));
         // A call the client cancels (`notifications/cancelled`; over HTTP
         // also by going away, which rmcp turns into the same) drops the
         // handler's future, as a timeout does. The call first: one that is
@@ -620,12 +606,9 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// `result`, with the error type on the call's span, and the span's trace
-/// context in the result's `_meta` (when tracing is on).
+/// `result`, with the span's trace context in its `_meta` (when tracing
+/// is on).
 fn traced(mut result: CallToolResult, span: &crate::trace::RequestSpan) -> CallToolResult {
-    if result.is_error == Some(true) {
-        crate::trace::failed(span, "tool_error");
-    }
     span.headers().for_each(|key, value| {
         result
             .meta
@@ -671,9 +654,7 @@ pub async fn serve_stdio(
             ended.map_err(std::io::Error::other)?;
         }
         () = shutdown => {
-            if !server.drain(server.host().grace_period()).await {
-                tracing::warn!(abandoned = server.in_flight(), "grace period over: abandoning MCP calls still running");
-            }
+            server.drain(server.host().grace_period()).await;
             token.cancel();
         }
     }

@@ -4,13 +4,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use tokio::task::JoinSet;
 
-use crate::metrics::InFlight;
 use crate::wire::Frame;
 
 /// How long a request whose response could not be sent at all waits before
@@ -24,9 +23,9 @@ pub(super) struct Answer<M> {
     /// needed rather than copied).
     pub(super) message: M,
     pub(super) frame: Frame,
-    /// For a request that was handled (not refused): its in-flight gauge and
-    /// when it started. The latency ends when the broker has the answer.
-    pub(super) timing: Option<(InFlight, Instant)>,
+    /// For a request that was handled (not refused): the host's call,
+    /// which ends when the broker has the answer.
+    pub(super) call: Option<crate::host::Call>,
     pub(super) span: crate::trace::RequestSpan,
 }
 
@@ -73,6 +72,8 @@ impl<M, R: Future<Output = Result<(), E>> + Unpin, E> Future for Receipt<M, R> {
 /// A request on its way back to the broker after [`RETURN_DELAY`].
 struct Returning<M> {
     message: Option<M>,
+    /// Its call, whose concurrency permit it keeps until it has gone back.
+    _call: Option<crate::host::Call>,
     delay: Pin<Box<tokio::time::Sleep>>,
 }
 
@@ -150,10 +151,12 @@ where
         });
     }
 
-    /// Returns `message` to the broker after [`RETURN_DELAY`].
-    pub(super) fn give_back(&mut self, message: M) {
+    /// Returns `message` to the broker after [`RETURN_DELAY`], holding its
+    /// `call` (and so its concurrency permit) until then.
+    pub(super) fn give_back(&mut self, message: M, call: Option<crate::host::Call>) {
         self.returning.push(Returning {
             message: Some(message),
+            _call: call,
             delay: Box::pin(tokio::time::sleep(RETURN_DELAY)),
         });
     }

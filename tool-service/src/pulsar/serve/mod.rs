@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -297,7 +296,8 @@ pub async fn serve_with_mcp(
 #[must_use = "nothing is served until `run_until` runs"]
 pub struct Serving {
     workers: Vec<PulsarWorker>,
-    grace_period: Duration,
+    /// Admission and the drain, shared with other transports.
+    host: Host,
     metrics: Arc<Metrics>,
     metrics_endpoint: Option<OpsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
@@ -381,7 +381,7 @@ impl std::fmt::Debug for Serving {
                     .map(|worker| worker.service.id())
                     .collect::<Vec<_>>(),
             )
-            .field("grace_period", &self.grace_period)
+            .field("grace_period", &self.host.grace_period())
             .field("metrics", &self.metrics_address())
             .finish()
     }
@@ -437,7 +437,7 @@ impl Serving {
             .map(|announce| Announcing::new(host.registry(), &workers, &pulsar, announce));
         Ok(Self {
             workers,
-            grace_period: host.grace_period(),
+            host: host.clone(),
             metrics,
             metrics_endpoint,
             nodelay,
@@ -476,8 +476,8 @@ impl Serving {
         // Metrics stay served until the last report is in.
         let Self {
             workers,
-            grace_period: grace,
-            metrics,
+            host,
+            metrics: _metrics,
             metrics_endpoint: _metrics_endpoint,
             nodelay: _nodelay,
             announcing,
@@ -491,10 +491,9 @@ impl Serving {
         // Every service's consumer loop runs inside this future, not as a
         // task: under `run()`, on the thread that drives the runtime, which
         // leaves the worker threads to the Pulsar client and to handlers.
-        let loops = workers.into_iter().map(|worker| {
-            let stopped = stopped.clone();
-            async move { (worker.service.id(), worker.run(stopped, grace).await) }
-        });
+        let loops = workers
+            .into_iter()
+            .map(|worker| async move { (worker.service.id(), worker.run().await) });
         let collect = async {
             futures_util::future::join_all(loops)
                 .await
@@ -506,13 +505,14 @@ impl Serving {
         let reports = tokio::select! {
             reports = &mut collect => reports,
             _ = &mut shutdown => {
-                // Not ready from the first moment of the drain, so that
-                // a rollout sends no more requests here.
-                metrics.set_draining();
                 // The drain is no outage: consumers and producers close.
                 drop(watcher);
                 let _ = stop.send(true);
-                collect.await
+                // The host's drain, shared with its other transports: not
+                // ready from its first moment (so that a rollout sends no
+                // more requests here), one grace period for all.
+                let (_, reports) = tokio::join!(host.drain(host.grace_period()), collect);
+                reports
             }
         };
         let _ = stop.send(true);
@@ -573,25 +573,18 @@ async fn subscribe(
     metrics: &Metrics,
     max_message_size: usize,
 ) -> Result<Vec<PulsarWorker>, ServeError> {
-    let budget = host.budget();
-    let registry = host.registry();
     let mut workers = Vec::with_capacity(host.hosted_services().len());
-    for hosted in host.hosted_services() {
-        let service = hosted.service;
+    for service in host.services() {
         workers.push(
             PulsarWorker::start(
                 pulsar,
+                host,
                 service,
-                registry.state().clone(),
                 metrics.service(service.id()),
                 Limits {
-                    concurrency: hosted.concurrency,
                     window: options.receive_window_of(service),
-                    timeout: hosted.timeout,
                     log_payloads: options.log_payloads,
                     max_message_size,
-                    budget: Arc::clone(budget),
-                    rate: hosted.limiter.clone(),
                 },
             )
             .await?,
@@ -634,6 +627,7 @@ async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Compiles only while serving can be spawned on a multi-threaded
     /// runtime.

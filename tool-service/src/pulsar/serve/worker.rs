@@ -16,20 +16,19 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pulsar::{Pulsar, TokioExecutor};
-use tokio::sync::{watch, Mutex};
+use tokio::sync::{AcquireError, Mutex, OwnedSemaphorePermit};
 
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
 use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
-use super::{stop_requested, ServeError, ServiceReport};
+use super::{ServeError, ServiceReport};
 use crate::dispatch::{self, FrameSink};
-use crate::host::RateLimiter;
-use crate::host::{Budget, Held};
+use crate::host::{Admitted, Budget, Call, Held, Host, OverBudget, Permit};
 use crate::log_text::Untrusted;
-use crate::metrics::{InFlight, ServiceMetrics};
+use crate::metrics::ServiceMetrics;
 use crate::pulsar::backoff::Backoff;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
@@ -43,18 +42,13 @@ fn id_of<R: Requests>(message: &R::Message) -> &str {
     R::id(message).unwrap_or(UNKNOWN_ID)
 }
 
-/// How much one service's worker takes on.
+/// What one service's worker reads ahead and sends, besides the host's
+/// policy (timeout, concurrency, rate, budget).
 #[derive(Debug, Clone)]
 pub(super) struct Limits {
-    pub(super) concurrency: usize,
     pub(super) window: usize,
-    pub(super) timeout: Duration,
     pub(super) log_payloads: bool,
     pub(super) max_message_size: usize,
-    /// The replica's byte budget, shared by every service's worker.
-    pub(super) budget: Arc<Budget>,
-    /// The service's rate limit, shared with its other transports.
-    pub(super) rate: Option<Arc<RateLimiter>>,
 }
 
 /// A request as the worker keeps it: held against the byte budget.
@@ -99,6 +93,8 @@ enum Event<M, RE, E> {
     Room,
     Received(Option<Result<M, RE>>),
     Settled(Settled<Held<M>, E>),
+    /// A concurrency permit for the first request waiting.
+    Permit(Result<OwnedSemaphorePermit, AcquireError>),
 }
 
 /// The worker of a service served on Pulsar.
@@ -107,11 +103,14 @@ pub(super) type PulsarWorker = Worker<PulsarRequests, PulsarResponses>;
 /// The consumer loop of one service.
 pub(super) struct Worker<R: Requests, P: Responses> {
     pub(super) service: Service,
+    /// Admission, the drain and the policy, shared with other transports.
+    host: Host,
+    /// The service's place among the host's.
+    hosted: usize,
     /// What its spans are called.
     topics: Arc<Topics>,
     /// What the handlers share.
     state: State,
-    concurrency: usize,
     window: usize,
     /// Whether the request topic keeps what is not taken (else it drops it).
     persistent: bool,
@@ -122,12 +121,15 @@ pub(super) struct Worker<R: Requests, P: Responses> {
     requests: R,
     output: Output<P>,
     busy: Busy<Msg<R>, P::Error, P::Receipt>,
-    /// Requests taken from the broker but not started yet. Reading ahead
-    /// keeps the client library from stalling, which on a non-persistent
-    /// topic would make the broker drop requests silently.
-    backlog: VecDeque<Msg<R>>,
+    /// Requests admitted but not started yet, for want of a concurrency
+    /// permit. Reading ahead keeps the client library from stalling, which
+    /// on a non-persistent topic would make the broker drop requests
+    /// silently.
+    backlog: VecDeque<(Msg<R>, Admitted)>,
+    /// The permit the first of the backlog waits for (kept across turns,
+    /// so that it keeps its place among the service's other waiters).
+    waiting: Option<Permit>,
     budget: Arc<Budget>,
-    rate: Option<Arc<RateLimiter>>,
     report: ServiceReport,
 }
 
@@ -135,8 +137,8 @@ impl PulsarWorker {
     /// Subscribes to the service's request topic and opens its producer.
     pub(super) async fn start(
         pulsar: &Pulsar<TokioExecutor>,
+        host: &Host,
         service: Service,
-        state: State,
         metrics: Arc<ServiceMetrics>,
         limits: Limits,
     ) -> Result<Self, ServeError> {
@@ -149,7 +151,7 @@ impl PulsarWorker {
         // still push), so a persistent topic's permits are also bounded by
         // the byte budget at the largest message size.
         let permits = if request_queue.starts_with("persistent://") {
-            let fit = limits.budget.limit() / (2 * limits.max_message_size.max(1));
+            let fit = host.budget().limit() / (2 * limits.max_message_size.max(1));
             limits.window.min(fit.max(1))
         } else {
             limits.window.max(super::DEFAULT_RECEIVE_WINDOW)
@@ -167,13 +169,14 @@ impl PulsarWorker {
             %request_queue,
             %response_queue,
             subscription = %service.subscription(),
-            concurrency = limits.concurrency,
-            timeout = %crate::duration::format(limits.timeout),
+            concurrency = host.concurrency_of(service),
+            timeout = %crate::duration::format(host.timeout_of(service).unwrap_or_default()),
+            rate = host.rate_of(service).map(tracing::field::display),
             "serving"
         );
         Ok(Worker::new(
+            host.clone(),
             service,
-            state,
             metrics,
             limits,
             requests,
@@ -184,28 +187,35 @@ impl PulsarWorker {
 
 impl<R: Requests, P: Responses> Worker<R, P> {
     fn new(
+        host: Host,
         service: Service,
-        state: State,
         metrics: Arc<ServiceMetrics>,
         limits: Limits,
         requests: R,
         responses: P,
     ) -> Self {
         metrics.set_running(true);
+        let hosted = host
+            .hosted_services()
+            .iter()
+            .position(|hosted| hosted.service.id() == service.id())
+            .expect("a worker serves one of its host's services");
+        let timeout = host.hosted_services()[hosted].timeout;
         Self {
             service,
             topics: Arc::new(Topics::new(service)),
-            state,
-            concurrency: limits.concurrency,
+            state: host.registry().state().clone(),
             window: limits.window,
             persistent: service.request_queue().starts_with("persistent://"),
             limits: dispatch::Limits::default()
-                .with_timeout(limits.timeout)
+                .with_timeout(timeout)
                 .with_max_message_size(limits.max_message_size),
             log_payloads: limits.log_payloads,
             metrics,
-            budget: limits.budget,
-            rate: limits.rate,
+            budget: Arc::clone(host.budget()),
+            host,
+            hosted,
+            waiting: None,
             gate: Arc::default(),
             requests,
             output: if service.is_streaming() {
@@ -219,20 +229,13 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         }
     }
 
-    /// Serves until a stop is requested, then finishes what it took on
-    /// within `grace`.
-    pub(super) async fn run(
-        mut self,
-        mut stopped: watch::Receiver<bool>,
-        grace: Duration,
-    ) -> ServiceReport {
-        // One wait for the stop, registered once and polled at every turn:
+    /// Serves until its host drains, then finishes what it took on until
+    /// the drain is over.
+    pub(super) async fn run(mut self) -> ServiceReport {
+        // One wait for the drain, registered once and polled at every turn:
         // a wait made anew at each turn registered and unregistered itself
         // with the channel every time (about 800 instructions a request).
-        let stop = {
-            let mut stopped = stopped.clone();
-            async move { stop_requested(&mut stopped).await }
-        };
+        let stop = self.host.draining();
         tokio::pin!(stop);
         loop {
             // A persistent topic keeps what we do not take; a non-persistent
@@ -244,6 +247,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 biased;
                 () = &mut stop => Event::Stop,
                 settled = self.busy.settled() => Event::Settled(settled),
+                permit = wait_for(&mut self.waiting) => Event::Permit(permit),
                 // Another service's requests may be what spends it.
                 () = self.budget.room(), if spent => Event::Room,
                 next = self.requests.next(), if read => Event::Received(next),
@@ -252,14 +256,15 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 Event::Stop => break,
                 Event::Room => {}
                 Event::Settled(settled) => self.settle(settled).await,
+                Event::Permit(permit) => self.start_waiting(permit).await,
                 Event::Received(next) => {
-                    if !self.received(next, &mut stopped).await {
+                    if !self.received(next).await {
                         break;
                     }
                 }
             }
         }
-        self.drain(grace).await;
+        self.drain().await;
         self.metrics.set_running(false);
         if let Err(error) = self.requests.close().await {
             tracing::debug!(service = self.service.id(), %error, "closing the consumer");
@@ -276,78 +281,56 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         self.report
     }
 
-    /// At a stop: gives back what was not started, then lets what was
-    /// finish within `grace`, and abandons the rest.
-    async fn drain(&mut self, grace: Duration) {
+    /// At the host's drain: gives back what was not started, then lets
+    /// what was finish until the drain is over, and abandons the rest.
+    async fn drain(&mut self) {
+        self.waiting = None;
         // Requests not started are not taken: a persistent topic redelivers
         // them (to another replica); on a non-persistent one the caller hears
         // at once that it should try again.
-        for message in std::mem::take(&mut self.backlog) {
+        for (message, admitted) in std::mem::take(&mut self.backlog) {
+            drop(admitted);
             if self.persistent {
                 self.nack(&message).await;
             } else {
-                self.take(message, Some(crate::host::shutting_down())).await;
+                self.take(message, Err(crate::host::shutting_down())).await;
             }
         }
         // Requests waiting to go back to the broker go now.
         for message in self.busy.take_returning() {
             self.nack(&message).await;
         }
-        tracing::info!(
+        tracing::debug!(
             service = self.service.id(),
             in_flight = self.busy.len(),
             "stopping: finishing in-flight requests"
         );
-        let drained = tokio::time::timeout(grace, async {
-            while !self.busy.is_empty() {
-                let settled = self.busy.settled().await;
-                self.settle(settled).await;
+        let over = self.host.drained();
+        tokio::pin!(over);
+        while !self.busy.is_empty() {
+            tokio::select! {
+                biased;
+                settled = self.busy.settled() => self.settle(settled).await,
+                () = &mut over => break,
             }
-        })
-        .await;
-        if drained.is_err() {
+        }
+        // What went back meanwhile goes now; the rest is abandoned (the
+        // host has said so, once for every transport).
+        for message in self.busy.take_returning() {
+            self.nack(&message).await;
+        }
+        if !self.busy.is_empty() {
             self.report.abandoned = self.busy.len() as u64;
-            tracing::warn!(
-                service = self.service.id(),
-                abandoned = self.report.abandoned,
-                "grace period over: abandoning requests still running"
-            );
             self.busy.abort();
         }
         drop(std::mem::take(&mut self.busy));
     }
 
-    /// A request arrived, or the subscription failed: false if a stop came
-    /// while subscribing again.
-    async fn received(
-        &mut self,
-        next: Option<Result<R::Message, R::Error>>,
-        stopped: &mut watch::Receiver<bool>,
-    ) -> bool {
+    /// A request arrived, or the subscription failed: false if the drain
+    /// began while subscribing again.
+    async fn received(&mut self, next: Option<Result<R::Message, R::Error>>) -> bool {
         match next {
-            Some(Ok(message)) => {
-                let bytes = R::payload(&message).len();
-                let over_budget = !self.persistent && self.budget.refuses(bytes);
-                let message = self.budget.hold(message, bytes);
-                if over_budget {
-                    let error = self.budget.refusal();
-                    self.take(message, Some(error)).await;
-                } else if self.busy.len() < self.concurrency {
-                    self.take(message, None).await;
-                } else if self.backlog.len() < self.window {
-                    self.backlog.push_back(message);
-                } else {
-                    let error = ToolError::with_type(
-                        ToolError::OVERLOADED,
-                        format!(
-                            "the service is at capacity ({} requests running, {} waiting); try again later",
-                            self.busy.len(),
-                            self.backlog.len()
-                        ),
-                    );
-                    self.take(message, Some(error)).await;
-                }
-            }
+            Some(Ok(message)) => self.arrived(message, false).await,
             // A message the client cannot decode (a hostile producer's batch
             // count, an unknown compression) is skipped; the consumer goes on.
             Some(Err(error)) if !R::is_lost(&error) => {
@@ -369,36 +352,34 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 }
                 // Not subscribed, so not ready, until subscribed again.
                 self.metrics.set_running(false);
-                if !self.resubscribe(stopped).await {
+                let Some(handed_over) = self.resubscribe().await else {
                     return false;
-                }
+                };
                 self.metrics.set_running(true);
-                self.start_waiting().await;
+                for message in handed_over {
+                    self.arrived(message, true).await;
+                }
             }
         }
         true
     }
 
-    /// Subscribes again, retrying with backoff until that works (true), or
-    /// until a stop is requested (false). Requests the old subscription had
-    /// already received join the backlog.
-    async fn resubscribe(&mut self, stopped: &mut watch::Receiver<bool>) -> bool {
+    /// Subscribes again, retrying with backoff until that works (with the
+    /// requests the old subscription had already received), or until the
+    /// drain begins (none).
+    async fn resubscribe(&mut self) -> Option<Vec<R::Message>> {
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(3));
+        let stop = self.host.draining();
+        tokio::pin!(stop);
         loop {
             match self.requests.resubscribe().await {
                 Ok(handed_over) => {
-                    let count = handed_over.len();
-                    let budget = &self.budget;
-                    self.backlog.extend(handed_over.into_iter().map(|message| {
-                        let bytes = R::payload(&message).len();
-                        budget.hold(message, bytes)
-                    }));
                     tracing::info!(
                         service = self.service.id(),
-                        handed_over = count,
+                        handed_over = handed_over.len(),
                         "subscribed again"
                     );
-                    return true;
+                    return Some(handed_over);
                 }
                 Err(error) => {
                     tracing::warn!(service = self.service.id(), %error, retry_in = ?backoff.delay(), "cannot subscribe again; retrying");
@@ -406,7 +387,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             }
             tokio::select! {
                 () = backoff.wait() => {}
-                () = stop_requested(stopped) => return false,
+                () = &mut stop => return None,
             }
         }
     }
@@ -438,28 +419,13 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             }
             Settled::Returned(message) => self.nack(&message).await,
         }
-        self.start_waiting().await;
     }
 
-    /// Starts waiting requests while there is room.
-    async fn start_waiting(&mut self) {
-        while self.busy.len() < self.concurrency {
-            let Some(message) = self.backlog.pop_front() else {
-                break;
-            };
-            self.take(message, None).await;
-        }
-    }
-
-    /// Takes on one request: serves it, or answers it with `refusal` (or
-    /// the rate limit's) at once.
-    async fn take(&mut self, message: Msg<R>, mut refusal: Option<ToolError>) {
-        if let (None, Some(rate)) = (&refusal, &self.rate) {
-            refusal = rate.admit().err();
-        }
-        if self.log_payloads {
-            log_payload(R::payload(&message));
-        }
+    /// A request from the broker: the host's admission, then started at
+    /// once, or kept until a concurrency permit is free (`handed_over`
+    /// requests always are: an earlier subscription had them), or refused.
+    async fn arrived(&mut self, message: R::Message, handed_over: bool) {
+        let bytes = R::payload(&message).len();
         let id = id_of::<R>(&message);
         if !answerable(id, self.limits) {
             // Even an error frame would carry the id, and not fit:
@@ -474,21 +440,89 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             self.ack(&message).await;
             return;
         }
+        let over_budget = if self.persistent {
+            OverBudget::HeldBack
+        } else {
+            OverBudget::Refuse
+        };
+        let admitted = self.host.admit(
+            &self.host.hosted_services()[self.hosted],
+            bytes,
+            over_budget,
+        );
+        let message = self.budget.hold(message, bytes);
+        let mut admitted = match admitted {
+            Ok(admitted) => admitted,
+            Err(refusal) => return self.take(message, Err(refusal)).await,
+        };
+        if self.backlog.is_empty() {
+            match admitted.try_start(&self.metrics) {
+                Ok(call) => return self.take(message, Ok(call)).await,
+                Err(waiting) => admitted = waiting,
+            }
+        }
+        if handed_over || self.backlog.len() < self.window {
+            if self.waiting.is_none() {
+                self.waiting = Some(admitted.permit());
+            }
+            self.backlog.push_back((message, admitted));
+            return;
+        }
+        drop(admitted);
+        let hosted = &self.host.hosted_services()[self.hosted];
+        let running = hosted.concurrency - hosted.permits.available_permits();
+        let error = ToolError::with_type(
+            ToolError::OVERLOADED,
+            format!(
+                "the service is at capacity ({running} requests running, {} waiting); try again later",
+                self.backlog.len()
+            ),
+        );
+        self.take(message, Err(error)).await;
+    }
+
+    /// The first waiting request has its permit: it starts, and the next
+    /// one waits for its own.
+    async fn start_waiting(&mut self, permit: Result<OwnedSemaphorePermit, AcquireError>) {
+        self.waiting = None;
+        let Some((message, admitted)) = self.backlog.pop_front() else {
+            return;
+        };
+        if let Some((_, next)) = self.backlog.front() {
+            self.waiting = Some(next.permit());
+        }
+        let call = match permit {
+            Ok(permit) => Ok(admitted.started(permit, &self.metrics)),
+            // The semaphore is never closed.
+            Err(_) => Err(crate::host::shutting_down()),
+        };
+        self.take(message, call).await;
+    }
+
+    /// Takes on one admitted request (`Ok`, started), or answers it with
+    /// its refusal at once.
+    async fn take(&mut self, message: Msg<R>, call: Result<Call, ToolError>) {
+        if self.log_payloads {
+            log_payload(R::payload(&message));
+        }
+        let id = id_of::<R>(&message);
         let span = trace::pulsar_request(self.service, &self.topics, id, |key| {
             R::property(&message, key)
         });
-        if let Some(error) = refusal {
-            self.report.refused += 1;
-            self.metrics.refused(error.kind());
-            let answer = Answer {
-                message,
-                frame: Frame::last(Err(error)),
-                timing: None,
-                span,
-            };
-            return self.send(answer, false).await;
-        }
-        let timing = (self.metrics.start(), Instant::now());
+        let call = match call {
+            Ok(call) => call,
+            Err(error) => {
+                self.report.refused += 1;
+                crate::host::refused(&self.metrics, &span, &error);
+                let answer = Answer {
+                    message,
+                    frame: Frame::last(Err(error)),
+                    call: None,
+                    span,
+                };
+                return self.send(answer, false).await;
+            }
+        };
         let shared = match &self.output {
             Output::Owned(_) => None,
             Output::Shared(responses) => Some(Arc::clone(responses)),
@@ -504,25 +538,20 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     Answer {
                         message,
                         frame: Frame::last(Ok(String::new())),
-                        timing: Some(timing),
+                        call: Some(call),
                         span: span.clone(),
                     },
                 );
                 self.busy.spawn(span.instrument(task));
             }
-            None => self.answer(message, timing, span).await,
+            None => self.answer(message, call, span).await,
         }
     }
 
     /// Serves a request of a non-streaming service: polled here first while
     /// the service's first polls are short, and sent at once if it is ready;
     /// otherwise run as a task.
-    async fn answer(
-        &mut self,
-        message: Msg<R>,
-        timing: (InFlight, Instant),
-        span: trace::RequestSpan,
-    ) {
+    async fn answer(&mut self, message: Msg<R>, call: Call, span: trace::RequestSpan) {
         let service = self.service;
         let limits = self.limits;
         if !self.gate.inline() {
@@ -537,7 +566,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 Done::Answer(Answer {
                     message,
                     frame,
-                    timing: Some(timing),
+                    call: Some(call),
                     span: request_span,
                 })
             }));
@@ -556,7 +585,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         let answer = |frame, span| Answer {
             message,
             frame,
-            timing: Some(timing),
+            call: Some(call),
             span,
         };
         match polled {
@@ -613,33 +642,36 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         } = sent;
         // The frame's span ends with its receipt; the request's after it.
         let sampled = publish.end();
-        // Refusals and send-failed notices included.
-        if let Some(error) = &answer.frame.error {
-            trace::failed(&answer.span, error.kind());
+        let Answer {
+            message,
+            frame,
+            call,
+            span,
+        } = answer;
+        match (notice, call) {
+            (false, Some(call)) => {
+                if frame
+                    .error
+                    .as_ref()
+                    .is_some_and(|error| error.kind() == ToolError::RESPONSE_TOO_LARGE)
+                {
+                    self.metrics.oversized();
+                }
+                call.finish(&span, frame.error.as_ref());
+            }
+            // A refusal (its span marked when it was refused), or the
+            // send-failed notice that replaced an answer (counted then).
+            _ => {
+                if let Some(error) = &frame.error {
+                    trace::failed(&span, error.kind());
+                }
+            }
         }
         if sampled {
-            trace::finished(&answer.span);
-        }
-        if let (false, Some((in_flight, started))) = (notice, answer.timing) {
-            let elapsed = started.elapsed();
-            let failed = answer.frame.error.as_ref().map(ToolError::kind);
-            if tracing::enabled!(tracing::Level::DEBUG) {
-                // The type only: messages may quote argument values.
-                answer.span.in_scope(|| {
-                    tracing::debug!(
-                        error = failed.map(|kind| tracing::field::debug(Untrusted::text(kind))),
-                        ?elapsed,
-                        "answered"
-                    )
-                });
-            }
-            if failed == Some(ToolError::RESPONSE_TOO_LARGE) {
-                self.metrics.oversized();
-            }
-            in_flight.finish(failed, elapsed);
+            trace::finished(&span);
         }
         self.report.answered += 1;
-        self.ack(&answer.message).await;
+        self.ack(&message).await;
     }
 
     /// The one path of a frame that could not be published: logs it, and
@@ -658,7 +690,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         publish.failed(ToolError::SEND_FAILED);
         if notice {
             answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause"));
-            self.busy.give_back(answer.message);
+            self.busy.give_back(answer.message, answer.call);
             return None;
         }
         self.metrics.send_failed();
@@ -670,7 +702,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 tracing::error!(cause = %Untrusted::text(&cause), hint, "cannot send the response")
             }
         });
-        answer.timing = None;
         answer.frame = send_failed_notice(&cause);
         Some(answer)
     }
@@ -795,6 +826,14 @@ fn operator_hint(cause: &str) -> &'static str {
         "if a topic policy sets a lower maxMessageSize than the broker, give serve that limit (ServeOptions::max_message_size, serve --max-message-size)"
     } else {
         ""
+    }
+}
+
+/// The permit `waiting` waits for; pending while there is none.
+async fn wait_for(waiting: &mut Option<Permit>) -> Result<OwnedSemaphorePermit, AcquireError> {
+    match waiting {
+        Some(permit) => permit.await,
+        None => std::future::pending().await,
     }
 }
 

@@ -348,46 +348,64 @@ struct Running {
     /// The metrics the worker reports to (its readiness among them).
     metrics: Arc<crate::metrics::Metrics>,
     requests: mpsc::UnboundedSender<Result<Message, Fault>>,
-    stop: watch::Sender<bool>,
+    /// Its admission and drain.
+    host: Host,
     worker: tokio::task::JoinHandle<ServiceReport>,
 }
 
-fn limits(concurrency: usize, window: usize) -> Limits {
-    Limits {
+/// What a test worker takes on: the host's policy and the worker's own.
+#[derive(Debug, Clone)]
+struct Setup {
+    concurrency: usize,
+    window: usize,
+    /// The replica's byte budget.
+    budget: usize,
+    max_message_size: usize,
+}
+
+fn limits(concurrency: usize, window: usize) -> Setup {
+    Setup {
         concurrency,
         window,
-        timeout: Duration::from_secs(3600),
-        log_payloads: false,
+        budget: usize::MAX,
         max_message_size: 5 * 1024 * 1024,
-        budget: crate::host::Budget::new(usize::MAX),
-        rate: None,
     }
 }
 
-fn start(service: &str, state: State, limits: Limits, broker: &Broker, grace: Duration) -> Running {
-    let service = Registry::collect()
-        .unwrap()
-        .service(service)
-        .expect("a service of this module");
+fn start(service: &str, state: State, setup: Setup, broker: &Broker, grace: Duration) -> Running {
+    let registry = Registry::collect().unwrap().with_state(state);
+    let service = registry.service(service).expect("a service of this module");
+    let options = crate::host::HostOptions {
+        only: vec![service.id().to_owned()],
+        concurrency: Some(setup.concurrency),
+        timeout: Duration::from_secs(3600),
+        grace_period: grace,
+        memory_budget: setup.budget,
+        ..Default::default()
+    };
+    let host = Host::new(Arc::new(registry), &options).unwrap();
     let (requests, incoming) = mpsc::unbounded_channel();
-    let all = Arc::new(crate::metrics::Metrics::new());
+    let all = Arc::clone(host.metrics());
     let worker = Worker::new(
+        host.clone(),
         service,
-        state,
         all.service(service.id()),
-        limits,
+        Limits {
+            window: setup.window,
+            log_payloads: false,
+            max_message_size: setup.max_message_size,
+        },
         FakeRequests {
             incoming,
             broker: broker.clone(),
         },
         FakeResponses(broker.clone()),
     );
-    let (stop, stopped) = watch::channel(false);
     Running {
         metrics: all,
         requests,
-        stop,
-        worker: tokio::spawn(worker.run(stopped, grace)),
+        host,
+        worker: tokio::spawn(worker.run()),
     }
 }
 
@@ -414,8 +432,9 @@ impl Running {
     }
 
     async fn stop(self) -> ServiceReport {
-        self.stop.send(true).unwrap();
-        let report = self.worker.await.unwrap();
+        let drain = self.host.drain(self.host.grace_period());
+        let (_, report) = tokio::join!(drain, self.worker);
+        let report = report.unwrap();
         drop(self.requests);
         report
     }
@@ -572,9 +591,9 @@ async fn on_a_persistent_topic_the_worker_stops_reading_when_its_window_is_full(
 }
 
 /// Limits with a byte budget of `bytes` (a `{}` request is 32 bytes).
-fn budgeted(concurrency: usize, window: usize, bytes: usize) -> Limits {
-    Limits {
-        budget: crate::host::Budget::new(bytes),
+fn budgeted(concurrency: usize, window: usize, bytes: usize) -> Setup {
+    Setup {
+        budget: bytes,
         ..limits(concurrency, window)
     }
 }

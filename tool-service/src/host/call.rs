@@ -1,0 +1,205 @@
+//! One call's way through a host, the same on every transport: admitted,
+//! started under its service's concurrency, finished (or refused) with the
+//! same metrics and the same error type on its span.
+//!
+//! # Admission
+//! A call is admitted in this order; each step that refuses answers at
+//! once, with its own error type and sentence:
+//!
+//! 1. **The drain** (`unavailable`, "the service is shutting down; try
+//!    again"): a replica that is stopping takes nothing, so the caller
+//!    retries elsewhere at once, and no other step spends anything on it.
+//! 2. **The byte budget** (`overloaded`), unless the transport holds back
+//!    instead of refusing (a persistent Pulsar topic is not read while the
+//!    budget is spent): before the rate, so that a call refused for memory
+//!    spends none of the rate.
+//! 3. **The rate limit** (`rate-limited`): spent by every call that will
+//!    run, at once or after a wait, so a burst over the rate is answered at
+//!    once rather than queued.
+//! 4. **The service's concurrency**: one permit per call in its handler,
+//!    shared by every transport of the replica. The one step that waits:
+//!    over MCP a call waits for a permit, in arrival order; over Pulsar a
+//!    request waits in the worker's read-ahead, and is answered
+//!    `overloaded` when that is full too. A call still waiting when the
+//!    drain begins is refused as in step 1.
+//!
+//! An admitted call counts for the drain until its answer is delivered
+//! (over Pulsar: until the broker confirms it).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
+
+use super::{shutting_down, Host, Hosted, Inner};
+use crate::error::ToolError;
+use crate::log_text::Untrusted;
+use crate::metrics::{InFlight, ServiceMetrics};
+use crate::trace::RequestSpan;
+
+/// What step 2 of admission does when the budget is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OverBudget {
+    /// Answer `overloaded` at once (MCP, a non-persistent Pulsar topic).
+    Refuse,
+    /// Nothing here: the transport takes no more until there is room (a
+    /// persistent Pulsar topic).
+    HeldBack,
+}
+
+/// A call past steps 1 to 3 of admission, waiting for its service's
+/// concurrency permit. Counted for the drain while it lives.
+#[must_use = "a call admitted and dropped is never answered"]
+pub(crate) struct Admitted {
+    counted: Counted,
+    permits: Arc<Semaphore>,
+}
+
+/// A call in its handler: counted for the drain, holding one of its
+/// service's concurrency permits, and timed.
+#[must_use = "a call that is dropped unfinished is not counted as answered"]
+pub(crate) struct Call {
+    _counted: Counted,
+    _permit: OwnedSemaphorePermit,
+    in_flight: InFlight,
+    started: Instant,
+}
+
+/// A permit of a service, on its way.
+pub(crate) type Permit =
+    Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
+
+/// One call counted in the host's in-flight total while this lives.
+struct Counted(Arc<Inner>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Host {
+    /// Steps 1 to 3 of [admission](self#admission) for a call of `hosted`
+    /// whose request has `bytes`: the drain, the byte budget (as
+    /// `over_budget` says), the rate limit.
+    ///
+    /// # Errors
+    /// The refusal to answer the call with.
+    pub(crate) fn admit(
+        &self,
+        hosted: &Hosted,
+        bytes: usize,
+        over_budget: OverBudget,
+    ) -> Result<Admitted, ToolError> {
+        // Counted before the check, so that a drain that begins meanwhile
+        // either sees this call or is seen by it.
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        let counted = Counted(Arc::clone(&self.inner));
+        if self.is_closing() {
+            return Err(shutting_down());
+        }
+        if over_budget == OverBudget::Refuse && self.inner.budget.refuses(bytes) {
+            return Err(self.inner.budget.refusal());
+        }
+        if let Some(rate) = &hosted.limiter {
+            rate.admit()?;
+        }
+        Ok(Admitted {
+            counted,
+            permits: Arc::clone(&hosted.permits),
+        })
+    }
+}
+
+impl Admitted {
+    /// Step 4 now: the call, if a permit is free (timed in `metrics`).
+    pub(crate) fn try_start(self, metrics: &Arc<ServiceMetrics>) -> Result<Call, Self> {
+        match Arc::clone(&self.permits).try_acquire_owned() {
+            Ok(permit) => Ok(self.started(permit, metrics)),
+            Err(_) => Err(self),
+        }
+    }
+
+    /// Step 4, waiting: the call once a permit is free, or the drain's
+    /// refusal if `host` begins to drain first.
+    pub(crate) async fn start(
+        self,
+        host: &Host,
+        metrics: &Arc<ServiceMetrics>,
+    ) -> Result<Call, ToolError> {
+        let admitted = match self.try_start(metrics) {
+            Ok(call) => return Ok(call),
+            Err(admitted) => admitted,
+        };
+        tokio::select! {
+            biased;
+            () = host.draining() => Err(shutting_down()),
+            permit = Arc::clone(&admitted.permits).acquire_owned() => match permit {
+                Ok(permit) => Ok(admitted.started(permit, metrics)),
+                Err(_) => Err(shutting_down()),
+            },
+        }
+    }
+
+    /// A wait for a permit of this call's service, to poll where a
+    /// transport waits for several things at once.
+    pub(crate) fn permit(&self) -> Permit {
+        Box::pin(Arc::clone(&self.permits).acquire_owned())
+    }
+
+    /// The call, with the permit [`Self::permit`] gave.
+    pub(crate) fn started(
+        self,
+        permit: OwnedSemaphorePermit,
+        metrics: &Arc<ServiceMetrics>,
+    ) -> Call {
+        Call {
+            _counted: self.counted,
+            _permit: permit,
+            in_flight: metrics.start(),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Call {
+    /// The call was answered: with a result (`error` is `None`) or with
+    /// `error`. Counted and timed in the metrics it started in, with the
+    /// error's type on its span; the permit and the drain's count go with
+    /// it.
+    pub(crate) fn finish(self, span: &RequestSpan, error: Option<&ToolError>) {
+        let elapsed = self.started.elapsed();
+        let kind = error.map(ToolError::kind);
+        finished(span, kind, elapsed);
+        self.in_flight.finish(kind, elapsed);
+    }
+}
+
+/// A call refused at admission: counted under its error type, with the
+/// type on its span.
+pub(crate) fn refused(metrics: &ServiceMetrics, span: &RequestSpan, error: &ToolError) {
+    metrics.refused(error.kind());
+    crate::trace::failed(span, error.kind());
+}
+
+/// The span of a call that ended: its error type, and a debug line.
+fn finished(span: &RequestSpan, kind: Option<&str>, elapsed: Duration) {
+    if let Some(kind) = kind {
+        crate::trace::failed(span, kind);
+    }
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // The type only: messages may quote argument values.
+        span.in_scope(|| {
+            tracing::debug!(
+                error = kind.map(|kind| tracing::field::debug(Untrusted::text(kind))),
+                ?elapsed,
+                "answered"
+            )
+        });
+    }
+}
