@@ -19,10 +19,13 @@ pub(crate) struct HostArgs {
         value_name = "SERVICE_ID"
     )]
     only: Vec<String>,
-    /// Requests each service handles at once; more wait [default: the
-    /// service's `concurrency`, else 64].
-    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..))]
-    concurrency: Option<u32>,
+    /// Calls each service handles at once, over every transport; more
+    /// wait (over Pulsar in the read-ahead, over MCP in arrival order).
+    /// `SERVICE_ID=N` sets one service's, over its attribute. Repeatable
+    /// (the variable takes a comma-separated list) [default: the service's
+    /// `concurrency`, else 64].
+    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_delimiter = ',', value_name = "[SERVICE_ID=]N", value_parser = parse_concurrency)]
+    concurrency: Vec<(Option<String>, usize)>,
     /// How long one request may run before it is cancelled and answered
     /// with a `timeout` error, for services whose `timeout` attribute sets
     /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
@@ -61,12 +64,17 @@ impl HostArgs {
     pub(crate) fn options(&self) -> HostOptions {
         let mut options = HostOptions {
             only: self.only.clone(),
-            concurrency: self.concurrency.map(|n| n as usize),
             rates: self.rate.clone(),
             grace_period: Duration::from_secs(self.grace_period),
             memory_budget: self.memory_budget,
             ..HostOptions::default()
         };
+        for (service, limit) in &self.concurrency {
+            match service {
+                Some(id) => options.service_concurrency.push((id.clone(), *limit)),
+                None => options.concurrency = Some(*limit),
+            }
+        }
         for (service, limit) in &self.timeout {
             match service {
                 Some(id) => options.service_timeouts.push((id.clone(), *limit)),
@@ -74,6 +82,21 @@ impl HostArgs {
             }
         }
         options
+    }
+}
+
+/// `[SERVICE_ID=]N`, N at least one.
+fn parse_concurrency(text: &str) -> Result<(Option<String>, usize), String> {
+    let (id, count) = match text.rsplit_once('=') {
+        Some((id, count)) if !id.is_empty() => (Some(id.to_owned()), count),
+        _ => (None, text),
+    };
+    match count.trim().parse::<usize>() {
+        Ok(count) if count >= 1 => Ok((id, count)),
+        _ => Err(format!(
+            "`{count}` is not a number of calls at once: write a whole number of at least 1, \
+             alone or as SERVICE_ID=N"
+        )),
     }
 }
 
@@ -106,16 +129,11 @@ pub(crate) struct MetricsArgs {
         value_name = "PORT"
     )]
     metrics_port: Option<u16>,
-    /// The address to serve metrics on; the default, every interface, is
-    /// what TrustGraph's processors do and what a scraper in another
-    /// container needs.
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_METRICS_ADDRESS",
-        default_value = "0.0.0.0",
-        value_name = "ADDRESS"
-    )]
-    metrics_address: IpAddr,
+    /// The address to serve metrics on [default: every interface, what
+    /// TrustGraph's processors do and what a scraper in another container
+    /// needs; for `mcp --listen` on a loopback address, that address].
+    #[arg(long, env = "TOOL_SERVICE_METRICS_ADDRESS", value_name = "ADDRESS")]
+    metrics_address: Option<IpAddr>,
     /// Serve Prometheus metrics (the default, but for `mcp` on stdio; see
     /// --no-metrics).
     #[arg(long, overrides_with = "no_metrics")]
@@ -129,7 +147,10 @@ impl MetricsArgs {
     /// Where to serve metrics: on by default when `by_default` (a server
     /// process), else only when a flag or variable asks for them (`mcp` on
     /// stdio, which a desktop client may start many times over).
-    pub(crate) fn address(&self, by_default: bool) -> Option<SocketAddr> {
+    /// Unless --metrics-address says otherwise, they are served on every
+    /// interface, or on `near` when it is a loopback address (a server for
+    /// this machine only).
+    pub(crate) fn address(&self, by_default: bool, near: Option<IpAddr>) -> Option<SocketAddr> {
         let asked = self.metrics || self.metrics_port.is_some();
         if self.no_metrics || !(by_default || asked) {
             return None;
@@ -137,13 +158,30 @@ impl MetricsArgs {
         let port = self
             .metrics_port
             .unwrap_or(crate::metrics::DEFAULT_METRICS_PORT);
-        Some(SocketAddr::from((self.metrics_address, port)))
+        let address = self.metrics_address.unwrap_or_else(|| match near {
+            Some(near) if near.is_loopback() => near,
+            _ => IpAddr::from([0, 0, 0, 0]),
+        });
+        Some(SocketAddr::from((address, port)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrency_names_a_service_or_every_one() {
+        assert_eq!(parse_concurrency("8"), Ok((None, 8)));
+        assert_eq!(
+            parse_concurrency("joke-service=2"),
+            Ok((Some("joke-service".into()), 2))
+        );
+        for bad in ["0", "joke-service=0", "many", "joke-service="] {
+            let refused = parse_concurrency(bad).unwrap_err();
+            assert!(refused.contains("whole number of at least 1"), "{refused}");
+        }
+    }
 
     #[test]
     fn rates_name_a_service_or_every_one() {

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::host::Host;
-use crate::mcp::{HttpOptions, McpOptions, McpServer};
+use crate::host::{Host, Transports};
+use crate::mcp::{HttpOptions, HttpTransport, McpOptions, StdioTransport};
 use crate::registry::Registry;
 
 use super::{BoxError, CliResult, Meta};
@@ -281,7 +281,10 @@ pub(super) fn prepare(
     options.schema_flavor = args.http.flavor();
     crate::host::check_names(registry, &options.host)?;
     Ok(McpRun {
-        metrics: args.metrics.address(args.listen.is_some()),
+        // A server for this machine only keeps its metrics there too.
+        metrics: args
+            .metrics
+            .address(args.listen.is_some(), args.listen.map(|listen| listen.ip())),
         listen: args.listen,
         http: args.http.options()?,
         options,
@@ -289,35 +292,38 @@ pub(super) fn prepare(
 }
 
 /// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
-/// SIGTERM.
+/// SIGTERM; an error when calls were abandoned.
 pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
     let host = Host::new(Arc::new(registry.clone()), &run.options.host)?;
+    let McpOptions {
+        name,
+        version,
+        schema_flavor,
+        ..
+    } = run.options;
     // The MCP port first, then the metrics port: a taken one fails at once.
-    let listener = match run.listen {
-        Some(address) => Some(bind(address).await?),
-        None => None,
-    };
-    let server = McpServer::on_host(
-        host.clone(),
-        run.options.name,
-        run.options.version,
-        run.options.schema_flavor,
-    );
-    let _ops = match run.metrics {
-        Some(address) => Some(
-            host.serve_ops(address)
-                .await
-                .map_err(|error| format!("cannot serve metrics on {address}: {error}"))?,
+    let mut transports = match run.listen {
+        Some(address) => Transports::new(host).with(
+            HttpTransport::new(bind(address).await?, run.http)
+                .named(name, version)
+                .schema_flavor(schema_flavor),
         ),
-        None => None,
+        None => Transports::new(host).with(
+            StdioTransport::default()
+                .named(name, version)
+                .schema_flavor(schema_flavor),
+        ),
     };
-    match listener {
-        None => {
-            crate::mcp::serve_stdio(server, super::shutdown_signal()).await?;
-        }
-        Some(listener) => {
-            crate::mcp::serve_http(server, listener, run.http, super::shutdown_signal()).await?;
-        }
+    if let Some(address) = run.metrics {
+        transports = transports.metrics_on(address);
+    }
+    let served = transports.run(super::shutdown_signal()).await?;
+    if served.abandoned > 0 {
+        return Err(format!(
+            "{} calls were still running when the grace period ended",
+            served.abandoned
+        )
+        .into());
     }
     Ok(ExitCode::SUCCESS)
 }

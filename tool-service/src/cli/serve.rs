@@ -170,7 +170,7 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     options.receive_window = Some(args.receive_window as usize);
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.log_payloads = args.log_payloads;
-    options.metrics = args.metrics.address(true);
+    options.metrics = args.metrics.address(true, None);
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
         Some(address) => Some((
@@ -197,26 +197,31 @@ pub(super) async fn serve(registry: &Registry, run: ServeRun) -> CliResult {
     let options = &run.options;
     #[cfg(feature = "mcp")]
     if let Some((address, http, flavor, meta)) = run.mcp {
+        use crate::host::{Host, Transports};
+        let host = Host::new(std::sync::Arc::new(registry.clone()), &options.host)?;
         // Bound first, so a taken port fails at once.
         let listener = super::mcp::bind(address).await?;
-        let mut mcp = crate::pulsar::serve::McpListener::new(listener, http).schema_flavor(flavor);
+        let mut mcp = crate::mcp::HttpTransport::new(listener, http).schema_flavor(flavor);
         if let Some(meta) = meta {
             mcp = mcp.named(meta.name, meta.version);
         }
-        let reports =
-            crate::pulsar::serve::serve_with_mcp(registry, options, mcp, super::shutdown_signal())
-                .await?;
-        return abandoned(&reports);
+        let mut transports = Transports::new(host);
+        if let Some(address) = options.metrics {
+            transports = transports.metrics_on(address);
+        }
+        let served = transports
+            .with(crate::pulsar::serve::PulsarTransport::new(options.clone()))
+            .with(mcp)
+            .run(super::shutdown_signal())
+            .await?;
+        return abandoned(served.abandoned as u64);
     }
     let reports = crate::pulsar::serve::serve(registry, options, super::shutdown_signal()).await?;
-    abandoned(&reports)
+    abandoned(reports.values().map(|report| report.abandoned).sum())
 }
 
 /// Success, or an error when requests were abandoned at shutdown.
-fn abandoned(
-    reports: &std::collections::HashMap<&'static str, crate::pulsar::serve::ServiceReport>,
-) -> CliResult {
-    let abandoned: u64 = reports.values().map(|report| report.abandoned).sum();
+fn abandoned(abandoned: u64) -> CliResult {
     if abandoned > 0 {
         return Err(
             format!("{abandoned} requests were still running when the grace period ended").into(),
@@ -279,38 +284,57 @@ mod tests {
             ]
         );
         let at = |address: [u8; 4], port| Some(std::net::SocketAddr::from((address, port)));
-        assert_eq!(args.metrics.address(true), at([0, 0, 0, 0], 2));
+        assert_eq!(args.metrics.address(true, None), at([0, 0, 0, 0], 2));
         assert_eq!(
             serve_args(&["--metrics", "--no-metrics"])
                 .metrics
-                .address(true),
+                .address(true, None),
             None
         );
         assert_eq!(
-            serve_args(&[]).metrics.address(true),
+            serve_args(&[]).metrics.address(true, None),
             at([0, 0, 0, 0], 8000)
         );
         // Off unless asked for, where that is the default (`mcp` on stdio).
-        assert_eq!(serve_args(&[]).metrics.address(false), None);
+        assert_eq!(serve_args(&[]).metrics.address(false, None), None);
         assert_eq!(
-            serve_args(&["--metrics"]).metrics.address(false),
+            serve_args(&["--metrics"]).metrics.address(false, None),
             at([0, 0, 0, 0], 8000)
         );
         assert_eq!(
-            serve_args(&["-P", "9"]).metrics.address(false),
+            serve_args(&["-P", "9"]).metrics.address(false, None),
             at([0, 0, 0, 0], 9)
         );
         assert_eq!(
             serve_args(&["--metrics-address", "127.0.0.1"])
                 .metrics
-                .address(true),
+                .address(true, None),
             at([127, 0, 0, 1], 8000)
         );
         assert_eq!(
             serve_args(&["--metrics-address", "::1"])
                 .metrics
-                .address(true),
+                .address(true, None),
             Some("[::1]:8000".parse().unwrap())
+        );
+        // Beside a server for this machine only, on its address, unless
+        // --metrics-address says otherwise.
+        let loopback = Some(std::net::IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(
+            serve_args(&[]).metrics.address(true, loopback),
+            at([127, 0, 0, 1], 8000)
+        );
+        assert_eq!(
+            serve_args(&[])
+                .metrics
+                .address(true, Some(std::net::IpAddr::from([10, 0, 0, 7]))),
+            at([0, 0, 0, 0], 8000)
+        );
+        assert_eq!(
+            serve_args(&["--metrics-address", "0.0.0.0"])
+                .metrics
+                .address(true, loopback),
+            at([0, 0, 0, 0], 8000)
         );
     }
 

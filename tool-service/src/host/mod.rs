@@ -57,6 +57,7 @@
 mod budget;
 mod call;
 mod limiter;
+mod serve;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -74,6 +75,7 @@ pub use budget::DEFAULT_MEMORY_BUDGET;
 pub(crate) use call::Permit;
 pub(crate) use call::{refused, Admitted, Call, OverBudget};
 pub(crate) use limiter::RateLimiter;
+pub use serve::{RunError, Sealed, Served, Transport, TransportError, TransportRun, Transports};
 
 use crate::error::ToolError;
 use crate::metrics::Metrics;
@@ -114,8 +116,12 @@ pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
 pub struct HostOptions {
     /// Serve only these service ids (all when empty).
     pub only: Vec<String>,
-    /// Overrides every service's concurrency when set.
+    /// Overrides the concurrency of every service that
+    /// [`Self::service_concurrency`] does not name, when set.
     pub concurrency: Option<usize>,
+    /// Per-service concurrency by service id; these win over
+    /// [`Self::concurrency`] and the attribute.
+    pub service_concurrency: Vec<(String, usize)>,
     /// How long one request may run, for services whose `timeout` attribute
     /// sets none (default [`DEFAULT_TIMEOUT`]).
     pub timeout: Duration,
@@ -142,6 +148,7 @@ impl Default for HostOptions {
         Self {
             only: Vec::new(),
             concurrency: None,
+            service_concurrency: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             service_timeouts: Vec::new(),
             rates: Vec::new(),
@@ -165,12 +172,16 @@ impl HostOptions {
             .unwrap_or(self.timeout)
     }
 
-    /// The requests `service` handles at once: [`Self::concurrency`], else
-    /// its attribute's, else
-    /// [`DEFAULT_CONCURRENCY`]; at
-    /// least one.
+    /// The requests `service` handles at once, over every transport: a
+    /// [`Self::service_concurrency`] entry, else [`Self::concurrency`],
+    /// else its attribute's, else [`DEFAULT_CONCURRENCY`]; at least one.
     pub fn concurrency_of(&self, service: Service) -> usize {
-        self.concurrency
+        self.service_concurrency
+            .iter()
+            .rev()
+            .find(|(id, _)| id == service.id())
+            .map(|(_, limit)| *limit)
+            .or(self.concurrency)
             .or(service.concurrency())
             .unwrap_or(DEFAULT_CONCURRENCY)
             .max(1)
@@ -204,6 +215,7 @@ impl HostOptions {
             .iter()
             .map(String::as_str)
             .chain(self.service_timeouts.iter().map(|(id, _)| id.as_str()))
+            .chain(self.service_concurrency.iter().map(|(id, _)| id.as_str()))
             .chain(self.rates.iter().filter_map(|(id, _)| id.as_deref()))
     }
 }
@@ -232,6 +244,8 @@ struct Inner {
     idle: Notify,
     /// Where the drain is, for the transports to follow.
     phase: watch::Sender<Phase>,
+    /// Calls still running when the grace period ended.
+    abandoned: AtomicUsize,
 }
 
 /// Where a host's drain is.
@@ -301,6 +315,7 @@ impl Host {
                 closing: AtomicBool::new(false),
                 idle: Notify::new(),
                 phase: watch::Sender::new(Phase::Serving),
+                abandoned: AtomicUsize::new(0),
             }),
         })
     }
@@ -378,13 +393,18 @@ impl Host {
     pub async fn drain(&self, grace: Duration) -> bool {
         self.inner.closing.store(true, Ordering::Release);
         self.inner.metrics.set_draining();
-        self.inner.phase.send_if_modified(|phase| {
+        let begins = self.inner.phase.send_if_modified(|phase| {
             let begins = *phase == Phase::Serving;
             if begins {
                 *phase = Phase::Draining;
             }
             begins
         });
+        if !begins {
+            // Another transport began it: the same drain, ended together.
+            self.drained().await;
+            return self.abandoned() == 0;
+        }
         tracing::info!(
             in_flight = self.in_flight(),
             "stopping: finishing calls in flight"
@@ -400,13 +420,21 @@ impl Host {
         };
         let drained = tokio::time::timeout(grace, idle).await.is_ok();
         if !drained {
+            let abandoned = self.in_flight();
+            self.inner.abandoned.store(abandoned, Ordering::Release);
             tracing::warn!(
-                abandoned = self.in_flight(),
+                abandoned,
                 "grace period over: abandoning calls still running"
             );
         }
         self.inner.phase.send_replace(Phase::Over);
         drained
+    }
+
+    /// Calls still running when the drain's grace period ended (none
+    /// before it ends).
+    pub fn abandoned(&self) -> usize {
+        self.inner.abandoned.load(Ordering::Acquire)
     }
 
     /// Completes once the drain has begun.
@@ -415,7 +443,6 @@ impl Host {
     }
 
     /// Completes once the drain is over: what still runs is abandoned.
-    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn drained(&self) -> impl Future<Output = ()> + Send + 'static {
         self.reached(Phase::Over)
     }

@@ -177,6 +177,83 @@ impl HttpOptions {
     }
 }
 
+/// MCP over Streamable HTTP as one of a host's transports (see
+/// [`Transports`](crate::host::Transports)), at `/mcp` on its listener.
+///
+/// ```no_run
+/// use tool_service::mcp::{HttpOptions, HttpTransport};
+///
+/// # async fn demo() -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8900").await?;
+/// let mcp = HttpTransport::new(listener, HttpOptions::default().allow_host("joke-tools"))
+///     .named("joke", "0.3.1");
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HttpTransport {
+    listener: TcpListener,
+    http: HttpOptions,
+    name: String,
+    version: String,
+    schema_flavor: super::SchemaFlavor,
+}
+
+impl HttpTransport {
+    /// MCP on `listener`, as `http` says, named after this crate until
+    /// [`Self::named`].
+    pub fn new(listener: TcpListener, http: HttpOptions) -> Self {
+        let defaults = super::McpOptions::default();
+        Self {
+            listener,
+            http,
+            name: defaults.name,
+            version: defaults.version,
+            schema_flavor: defaults.schema_flavor,
+        }
+    }
+
+    /// The JSON Schema dialect of the tools' schemas (the MCP
+    /// specification's until set).
+    #[must_use]
+    pub fn schema_flavor(mut self, flavor: super::SchemaFlavor) -> Self {
+        self.schema_flavor = flavor;
+        self
+    }
+
+    /// The server's name and version in `initialize`.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+}
+
+impl crate::host::Transport for HttpTransport {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn run(
+        self: Box<Self>,
+        host: crate::host::Host,
+        _: crate::host::Sealed,
+    ) -> crate::host::TransportRun {
+        let Self {
+            listener,
+            http,
+            name,
+            version,
+            schema_flavor,
+        } = *self;
+        let server = McpServer::on_host(host.clone(), name, version, schema_flavor);
+        Box::pin(async move {
+            serve_http(server, listener, http, host.draining()).await?;
+            Ok(())
+        })
+    }
+}
+
 type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on

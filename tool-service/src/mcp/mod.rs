@@ -53,10 +53,10 @@
 mod auth;
 mod connections;
 mod http;
+mod stdio;
 mod tls;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,13 +67,15 @@ use rmcp::model::{
     Tool,
 };
 use rmcp::service::{Peer, RequestContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 pub use auth::{Algorithm, OAuthOptions, DEFAULT_LEEWAY};
 pub use http::{
-    serve_http, HttpOptions, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    serve_http, HttpOptions, HttpTransport, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
 };
+pub use stdio::{serve_stdio, StdioTransport};
 pub use tls::TlsFiles;
 
 use crate::schema::flavor;
@@ -629,36 +631,6 @@ fn unknown_tool(name: &str, tools: &[McpTool]) -> ErrorData {
         ),
         None,
     )
-}
-
-/// Serves MCP over standard input and output until the client closes them
-/// or `shutdown` completes; then lets calls in flight finish within the
-/// host's grace period. Nothing else may write to standard output.
-///
-/// # Errors
-/// The transport failed to start (the `initialize` handshake did not
-/// complete).
-pub async fn serve_stdio(
-    server: McpServer,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), std::io::Error> {
-    let running = server
-        .clone()
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(std::io::Error::other)?;
-    server.set_serving(true);
-    let token = running.cancellation_token();
-    tokio::select! {
-        ended = running.waiting() => {
-            ended.map_err(std::io::Error::other)?;
-        }
-        () = shutdown => {
-            server.drain(server.host().grace_period()).await;
-            token.cancel();
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

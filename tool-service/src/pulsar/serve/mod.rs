@@ -149,131 +149,39 @@ async fn serve_on(
     }
 }
 
-/// Where [`serve_with_mcp`] serves MCP, and the name it gives in
-/// `initialize`.
+/// Pulsar as one of a host's transports, beside MCP: see
+/// [`Transports`](crate::host::Transports). The host's options, not
+/// `options.host`, apply, and the host's metrics endpoint, not
+/// `options.metrics`, serves its metrics.
 ///
-/// ```no_run
-/// use tool_service::mcp::HttpOptions;
-/// use tool_service::pulsar::serve::McpListener;
-///
-/// # async fn demo() -> std::io::Result<()> {
-/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8900").await?;
-/// let mcp = McpListener::new(listener, HttpOptions::default().allow_host("joke-tools"))
-///     .named("joke", "0.3.1");
-/// # Ok(()) }
-/// ```
-#[cfg(feature = "mcp")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+/// If it cannot start (the broker refuses this process, a topic cannot be
+/// subscribed), the host's other transports stop too.
 #[derive(Debug)]
-pub struct McpListener {
-    listener: tokio::net::TcpListener,
-    http: crate::mcp::HttpOptions,
-    name: String,
-    version: String,
-    schema_flavor: crate::mcp::SchemaFlavor,
+pub struct PulsarTransport {
+    options: ServeOptions,
 }
 
-#[cfg(feature = "mcp")]
-impl McpListener {
-    /// MCP on `listener` (at `/mcp`), as `http` says, named after this
-    /// crate until [`Self::named`].
-    pub fn new(listener: tokio::net::TcpListener, http: crate::mcp::HttpOptions) -> Self {
-        let defaults = crate::mcp::McpOptions::default();
-        Self {
-            listener,
-            http,
-            name: defaults.name,
-            version: defaults.version,
-            schema_flavor: defaults.schema_flavor,
-        }
-    }
-
-    /// The JSON Schema dialect of the tools' schemas (the MCP
-    /// specification's until set).
-    #[must_use]
-    pub fn schema_flavor(mut self, flavor: crate::mcp::SchemaFlavor) -> Self {
-        self.schema_flavor = flavor;
-        self
-    }
-
-    /// The server's name and version in `initialize`.
-    #[must_use]
-    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.name = name.into();
-        self.version = version.into();
-        self
+impl PulsarTransport {
+    /// Pulsar, as `options` says (but for `host` and `metrics`).
+    pub fn new(options: ServeOptions) -> Self {
+        Self { options }
     }
 }
 
-/// [`serve`], and every tool over MCP (Streamable HTTP) beside it, in one
-/// process: one [`Host`] (one selection, one set of
-/// policies and rate limits, one metrics endpoint, MCP's samples labelled
-/// `transport="mcp"`), and one stop: when `shutdown` completes, both drain
-/// within the grace period. If Pulsar cannot start, MCP stops too.
-///
-/// `GET /readyz` is ready only when both are; `GET /readyz/mcp` and `GET
-/// /readyz/pulsar` say it for one (a broker outage fails only the
-/// latter).
-///
-/// ```no_run
-/// use tool_service::mcp::HttpOptions;
-/// use tool_service::pulsar::serve::{serve_with_mcp, McpListener, ServeOptions};
-///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// let registry = tool_service::Registry::collect()?;
-/// let mut options = ServeOptions::new("pulsar://127.0.0.1:6650");
-/// options.host.rates.push((None, Some("50/s".parse()?)));
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
-/// let mcp = McpListener::new(listener, HttpOptions::default());
-/// serve_with_mcp(&registry, &options, mcp, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
-/// # Ok(()) }
-/// ```
-///
-/// # Errors
-/// As [`serve`]'s.
-#[cfg(feature = "mcp")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
-pub async fn serve_with_mcp(
-    registry: &Registry,
-    options: &ServeOptions,
-    mcp: McpListener,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
-    let host = Host::new(Arc::new(registry.clone()), &options.host)?;
-    let server =
-        crate::mcp::McpServer::on_host(host.clone(), mcp.name, mcp.version, mcp.schema_flavor);
-    let (stop, stopped) = watch::channel(false);
-    let stopped_when = |mut stopped: watch::Receiver<bool>| async move {
-        stop_requested(&mut stopped).await;
-    };
-    let http = tokio::spawn(crate::mcp::serve_http(
-        server,
-        mcp.listener,
-        mcp.http,
-        stopped_when(stopped.clone()),
-    ));
-    let signal = async {
-        shutdown.await;
-        let _ = stop.send(true);
-    };
-    let pulsar = serve_on(&host, options, stopped_when(stopped));
-    tokio::pin!(signal);
-    tokio::pin!(pulsar);
-    let mut signalled = false;
-    let reports = loop {
-        tokio::select! {
-            reports = &mut pulsar => break reports,
-            () = &mut signal, if !signalled => signalled = true,
-        }
-    };
-    // Pulsar stopped (or never started): MCP stops too.
-    let _ = stop.send(true);
-    match http.await {
-        Ok(Err(error)) => tracing::error!(%error, "MCP stopped with an error"),
-        Err(error) => tracing::error!(%error, "MCP stopped with an error"),
-        Ok(Ok(())) => {}
+impl crate::host::Transport for PulsarTransport {
+    fn name(&self) -> &'static str {
+        "pulsar"
     }
-    reports
+
+    fn run(self: Box<Self>, host: Host, _: crate::host::Sealed) -> crate::host::TransportRun {
+        let mut options = self.options;
+        options.metrics = None;
+        Box::pin(async move {
+            let draining = host.draining();
+            serve_on(&host, &options, draining).await?;
+            Ok(())
+        })
+    }
 }
 
 /// Services that are subscribed and about to serve: requests published from
