@@ -185,7 +185,38 @@ def test_an_mcp_tool_error_is_marked_on_the_span(otlp):
     span.end()
     assert result.is_error
     [call] = otlp.wait_for(lambda s: s["trace_id"] == trace_id and s["kind"] == "SPAN_KIND_SERVER")
-    assert call["attributes"]["error.type"] == "tool_error"
+    assert call["attributes"]["error.type"] == "invalid-arguments"
+    assert call["status"] == 2  # STATUS_CODE_ERROR
+
+
+def test_one_failure_has_one_error_type_on_either_transports_span(otlp):
+    """One process serving the tickets example over Pulsar and MCP: the same
+    failing call (a ticket that does not exist), made over each, is marked
+    on its span with the error type the Pulsar frame carries."""
+    # Ready once it serves MCP and Pulsar.
+    with McpHttp("tickets", serve=True, env=traced(otlp, "tickets")) as server:
+        span, carrier, pulsar_trace, _ = caller_span()
+        caller = Caller("close-ticket")
+        try:
+            frames = caller.call({}, {"id": 9}, carrier)
+        finally:
+            caller.close()
+            span.end()
+        span, carrier, mcp_trace, _ = caller_span()
+
+        async def body(session):
+            return await session.call_tool("close-ticket", {"id": 9}, meta=carrier)
+
+        result = run(mcp_session(server.url, body))
+        span.end()
+    error = frames[-1][1]["error"]
+    assert error["message"] == "there is no ticket #9; list the tickets to see their numbers"
+    assert result.is_error and result.content[0].text == error["message"], result
+    [process] = otlp.wait_for(lambda s: s["trace_id"] == pulsar_trace and s["kind"] == "SPAN_KIND_CONSUMER")
+    [call] = otlp.wait_for(lambda s: s["trace_id"] == mcp_trace and s["kind"] == "SPAN_KIND_SERVER")
+    assert process["attributes"]["error.type"] == error["type"] == "tool-service-error"
+    assert call["attributes"]["error.type"] == error["type"]
+    assert process["status"] == call["status"] == 2  # STATUS_CODE_ERROR
 
 
 def test_an_mcp_call_the_sampler_drops_gets_a_context_and_nothing_is_exported():

@@ -33,6 +33,7 @@ mod client;
 mod examples;
 mod flow;
 mod moves;
+mod one_host;
 mod operations;
 mod oversized;
 mod partition;

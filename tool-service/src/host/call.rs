@@ -24,7 +24,8 @@
 //!    drain begins is refused as in step 1.
 //!
 //! An admitted call counts for the drain until its answer is delivered
-//! (over Pulsar: until the broker confirms it).
+//! (over Pulsar: until the broker confirms it), and so does a refusal that
+//! is not delivered at once.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -66,6 +67,12 @@ pub(crate) struct Call {
     _permit: OwnedSemaphorePermit,
     in_flight: InFlight,
     started: Instant,
+}
+
+/// A refusal on its way to its caller (over Pulsar, until the broker
+/// confirms it): the drain waits for it as for a call.
+pub(crate) struct Refusing {
+    _counted: Counted,
 }
 
 /// A permit of a service, on its way.
@@ -113,6 +120,17 @@ impl Host {
             counted,
             permits: Arc::clone(&hosted.permits),
         })
+    }
+}
+
+impl Host {
+    /// Counts a refusal until it is delivered.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn refusing(&self) -> Refusing {
+        self.inner.in_flight.fetch_add(1, Ordering::AcqRel);
+        Refusing {
+            _counted: Counted(Arc::clone(&self.inner)),
+        }
     }
 }
 

@@ -26,6 +26,9 @@ pub(super) struct Answer<M> {
     /// For a request that was handled (not refused): the host's call,
     /// which ends when the broker has the answer.
     pub(super) call: Option<crate::host::Call>,
+    /// For a request that was refused: counted for the host's drain until
+    /// the broker has the refusal.
+    pub(super) refusing: Option<crate::host::Refusing>,
     pub(super) span: crate::trace::RequestSpan,
 }
 

@@ -305,13 +305,24 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             in_flight = self.busy.len(),
             "stopping: finishing in-flight requests"
         );
+        // Until the host's drain is over: what was taken on finishes, and a
+        // non-persistent topic's new requests are answered at once with the
+        // drain's refusal (a persistent topic keeps them for another
+        // replica).
         let over = self.host.drained();
         tokio::pin!(over);
-        while !self.busy.is_empty() {
+        let mut reading = !self.persistent;
+        loop {
             tokio::select! {
                 biased;
-                settled = self.busy.settled() => self.settle(settled).await,
                 () = &mut over => break,
+                settled = self.busy.settled() => self.settle(settled).await,
+                next = self.requests.next(), if reading => match next {
+                    Some(Ok(message)) => self.arrived(message, false).await,
+                    Some(Err(error)) if !R::is_lost(&error) => {}
+                    // Not subscribed again while draining.
+                    _ => reading = false,
+                },
             }
         }
         // What went back meanwhile goes now; the rest is abandoned (the
@@ -518,6 +529,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     message,
                     frame: Frame::last(Err(error)),
                     call: None,
+                    refusing: Some(self.host.refusing()),
                     span,
                 };
                 return self.send(answer, false).await;
@@ -539,6 +551,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                         message,
                         frame: Frame::last(Ok(String::new())),
                         call: Some(call),
+                        refusing: None,
                         span: span.clone(),
                     },
                 );
@@ -567,6 +580,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     message,
                     frame,
                     call: Some(call),
+                    refusing: None,
                     span: request_span,
                 })
             }));
@@ -586,6 +600,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             message,
             frame,
             call: Some(call),
+            refusing: None,
             span,
         };
         match polled {
@@ -647,6 +662,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             frame,
             call,
             span,
+            refusing: _refusing,
         } = answer;
         match (notice, call) {
             (false, Some(call)) => {

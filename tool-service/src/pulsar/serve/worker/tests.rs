@@ -846,6 +846,38 @@ async fn at_a_stop_running_requests_finish_within_the_grace_period() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn while_draining_a_non_persistent_request_is_refused_with_the_drains_sentence() {
+    let broker = Broker::new();
+    let running = serving("worker-tests-slow-service", &broker);
+    running.deliver("a", r#"{"seconds":2}"#);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (host, requests) = (running.host.clone(), running.requests.clone());
+    let stopping = tokio::spawn(running.stop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(host.is_closing());
+    requests
+        .send(Ok(Message {
+            id: Some("late".into()),
+            payload: br#"{"config":"{}","arguments":"{\"seconds\":1}"}"#.to_vec(),
+        }))
+        .unwrap();
+    broker
+        .until("the late request answered", |b| {
+            b.settled("late", false).is_some()
+        })
+        .await;
+    let refusal = broker.frames("late")[0].error.clone().unwrap();
+    assert_eq!(refusal.kind(), ToolError::UNAVAILABLE);
+    assert_eq!(refusal.message(), "the service is shutting down; try again");
+    let report = stopping.await.unwrap();
+    assert_eq!(
+        (report.answered, report.refused, report.abandoned),
+        (2, 1, 0)
+    );
+    assert_eq!(broker.frames("a")[0].response, "slept 2");
+}
+
+#[tokio::test(start_paused = true)]
 async fn at_the_end_of_the_grace_period_requests_still_running_are_abandoned() {
     let broker = Broker::new();
     let running = start(
