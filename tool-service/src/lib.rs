@@ -63,10 +63,11 @@
 //!   in-process calls; [`dispatch`]: the path from a request payload to
 //!   response frames; [`wire`]: the frames (TrustGraph's format);
 //!   [`State`]: values handlers share.
-//! * [`host`]: what both transports share (selection, each service's
-//!   timeout, concurrency and rate limit, the byte budget, the drain) and
-//!   [`metrics`] (the families, `/metrics` and the probes).
-//! * The two transports: [`pulsar`] ([`serve`](pulsar::serve),
+//! * [`host`]: a call's way on every transport (selection, each service's
+//!   timeout, concurrency and rate limit, the byte budget, admission, the
+//!   drain), [`Transports`](host::Transports) to run several in one
+//!   process, and [`metrics`] (the families, `/metrics` and the probes).
+//! * The two transports, siblings: [`pulsar`] ([`serve`](pulsar::serve),
 //!   [`broker`](pulsar::broker), [`client`](pulsar::client),
 //!   [`announce`](pulsar::announce)) and [`mcp`].
 //! * The command line: [`cli`], [`App`], [`run!`].
@@ -137,8 +138,8 @@ pub mod host;
 #[cfg_attr(docsrs, doc(cfg(any(feature = "pulsar", feature = "mcp"))))]
 pub mod metrics;
 
-// The two transports over the host: MCP, then Pulsar, which also serves
-// MCP beside it (`pulsar::serve::serve_with_mcp`).
+// The transports, siblings over the host, which runs any set of them
+// (`host::Transports`).
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;

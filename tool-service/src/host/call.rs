@@ -2,30 +2,7 @@
 //! started under its service's concurrency, finished (or refused) with the
 //! same metrics and the same error type on its span.
 //!
-//! # Admission
-//! A call is admitted in this order; each step that refuses answers at
-//! once, with its own error type and sentence:
-//!
-//! 1. **The drain** (`unavailable`, "the service is shutting down; try
-//!    again"): a replica that is stopping takes nothing, so the caller
-//!    retries elsewhere at once, and no other step spends anything on it.
-//! 2. **The byte budget** (`overloaded`), unless the transport holds back
-//!    instead of refusing (a persistent Pulsar topic is not read while the
-//!    budget is spent): before the rate, so that a call refused for memory
-//!    spends none of the rate.
-//! 3. **The rate limit** (`rate-limited`): spent by every call that will
-//!    run, at once or after a wait, so a burst over the rate is answered at
-//!    once rather than queued.
-//! 4. **The service's concurrency**: one permit per call in its handler,
-//!    shared by every transport of the replica. The one step that waits:
-//!    over MCP a call waits for a permit, in arrival order; over Pulsar a
-//!    request waits in the worker's read-ahead, and is answered
-//!    `overloaded` when that is full too. A call still waiting when the
-//!    drain begins is refused as in step 1.
-//!
-//! An admitted call counts for the drain until its answer is delivered
-//! (over Pulsar: until the broker confirms it), and so does a refusal that
-//! is not delivered at once.
+//! The order of admission, and why, is the [module's](super#admission).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -91,7 +68,7 @@ impl Drop for Counted {
 }
 
 impl Host {
-    /// Steps 1 to 3 of [admission](self#admission) for a call of `hosted`
+    /// Steps 1 to 3 of [admission](super#admission) for a call of `hosted`
     /// whose request has `bytes`: the drain, the byte budget (as
     /// `over_budget` says), the rate limit.
     ///

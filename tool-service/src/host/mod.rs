@@ -2,7 +2,9 @@
 //! once: the [`Host`].
 //!
 //! Pulsar ([`serve`](crate::pulsar::serve)) and MCP ([`mcp`](crate::mcp)) are
-//! transports over one host. The host owns:
+//! sibling transports over one host, which [`Transports`] runs together in
+//! one process. Each transport does its own protocol's work only; the host
+//! owns what happens to a call:
 //!
 //! - **selection**: which services are served ([`HostOptions::only`]),
 //!   refused at start when there are none, when an id is unknown (with the
@@ -10,12 +12,16 @@
 //!   provided;
 //! - **policy per service**, resolved once: the timeout, the concurrency
 //!   and the rate limit, from the attribute and the options;
-//! - **admission**: the rate limit, the byte budget (`--memory-budget`) and
-//!   the drain's refusal, with the same error types and sentences on both
-//!   transports;
-//! - **the drain**: in-flight calls counted, new ones refused once the host
-//!   closes, and a grace period to finish;
-//! - **the metrics** of both transports, in one exposition, and the
+//! - **[admission](#admission)**: the drain's refusal, the byte budget
+//!   (`--memory-budget`), the rate limit and one concurrency permit per
+//!   call, in that order, with the same error types and sentences on every
+//!   transport;
+//! - **the drain**: every call admitted on any transport counted, new ones
+//!   refused once the host closes, one grace period for all, and one
+//!   warning for what it abandons;
+//! - **each call's span and metrics**: its timing, and its error type on
+//!   its span, the same for the same failure on every transport;
+//! - **the metrics** of every transport, in one exposition, and the
 //!   endpoint that serves them with the probes.
 //!
 //! ```
@@ -42,6 +48,32 @@
 //! let refused = Host::new(registry, &options).unwrap_err();
 //! assert_eq!(refused.to_string(), "no service `helo-service` in this binary (known: hello-service)");
 //! ```
+//!
+//! # Admission
+//!
+//! A call is admitted in this order; each step that refuses answers at
+//! once, with its own error type and sentence:
+//!
+//! 1. **The drain** (`unavailable`, "the service is shutting down; try
+//!    again"): a replica that is stopping takes nothing, so the caller
+//!    retries elsewhere at once, and no other step spends anything on it.
+//! 2. **The byte budget** (`overloaded`), unless the transport holds back
+//!    instead of refusing (a persistent Pulsar topic is not read while the
+//!    budget is spent): before the rate, so that a call refused for memory
+//!    spends none of the rate.
+//! 3. **The rate limit** (`rate-limited`): spent by every call that will
+//!    run, at once or after a wait, so a burst over the rate is answered at
+//!    once rather than queued.
+//! 4. **The service's concurrency**: one permit per call in its handler,
+//!    shared by every transport of the replica. The one step that waits:
+//!    over MCP a call waits for a permit, in arrival order; over Pulsar a
+//!    request waits in the worker's read-ahead, and is answered
+//!    `overloaded` when that is full too. A call still waiting when the
+//!    drain begins is refused as in step 1.
+//!
+//! An admitted call counts for the drain until its answer is delivered
+//! (over Pulsar: until the broker confirms it), and so does a refusal that
+//! is not delivered at once.
 //!
 //! # Rate limits
 //!
@@ -458,7 +490,10 @@ impl Host {
     /// Serves `/metrics`, `/livez` and `/readyz` (and `/readyz/pulsar`,
     /// `/readyz/mcp`) at `address` while the endpoint lives.
     #[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
-    pub(crate) async fn serve_ops(&self, address: SocketAddr) -> std::io::Result<OpsEndpoint> {
+    pub(crate) async fn open_metrics_endpoint(
+        &self,
+        address: SocketAddr,
+    ) -> std::io::Result<MetricsEndpoint> {
         let listener = tokio::net::TcpListener::bind(address).await?;
         let bound = listener.local_addr().unwrap_or(address);
         tracing::info!("metrics on http://{bound}/metrics");
@@ -466,7 +501,7 @@ impl Host {
             listener,
             Arc::clone(&self.inner.metrics),
         ));
-        Ok(OpsEndpoint {
+        Ok(MetricsEndpoint {
             address: bound,
             _server: AbortOnDrop(server),
         })
@@ -498,7 +533,7 @@ pub(crate) fn shutting_down() -> ToolError {
 
 /// The endpoint of the metrics and probes, served while this lives.
 #[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
-pub(crate) struct OpsEndpoint {
+pub(crate) struct MetricsEndpoint {
     /// Where it listens (read by `Serving::metrics_address`).
     #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) address: SocketAddr,

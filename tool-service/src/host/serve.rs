@@ -156,7 +156,7 @@ impl Transports {
         }
         let _endpoint = match metrics {
             Some(address) => Some(
-                host.serve_ops(address)
+                host.open_metrics_endpoint(address)
                     .await
                     .map_err(|source| RunError::Metrics { address, source })?,
             ),

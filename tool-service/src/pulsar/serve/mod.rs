@@ -9,10 +9,10 @@
 #![doc = include_str!("../../../docs/pulsar.md")]
 
 mod broker_health;
+mod broker_io;
 mod busy;
 mod gate;
 mod options;
-mod transport;
 mod worker;
 
 use std::collections::HashMap;
@@ -24,10 +24,10 @@ use tokio::sync::watch;
 
 pub use options::{AnnounceOptions, ServeOptions, DEFAULT_RECEIVE_WINDOW};
 
-use crate::host::{AbortOnDrop, Host, OpsEndpoint};
+use crate::host::{AbortOnDrop, Host, MetricsEndpoint};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
-use worker::{Limits, PulsarWorker};
+use worker::{PulsarWorker, WorkerOptions};
 
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -105,11 +105,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
     let host = Host::new(Arc::new(registry.clone()), &options.host)?;
-    serve_on(&host, options, shutdown).await
+    serve_on_host(&host, options, shutdown).await
 }
 
 /// [`serve`] on a host that other transports share.
-async fn serve_on(
+async fn serve_on_host(
     host: &Host,
     options: &ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
@@ -178,7 +178,7 @@ impl crate::host::Transport for PulsarTransport {
         options.metrics = None;
         Box::pin(async move {
             let draining = host.draining();
-            serve_on(&host, &options, draining).await?;
+            serve_on_host(&host, &options, draining).await?;
             Ok(())
         })
     }
@@ -207,7 +207,7 @@ pub struct Serving {
     /// Admission and the drain, shared with other transports.
     host: Host,
     metrics: Arc<Metrics>,
-    metrics_endpoint: Option<OpsEndpoint>,
+    metrics_endpoint: Option<MetricsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
     nodelay: crate::pulsar::compat::nodelay::Ticker,
     /// What to announce, on which client.
@@ -435,11 +435,11 @@ impl Serving {
 async fn bind_metrics(
     host: &Host,
     options: &ServeOptions,
-) -> Result<Option<OpsEndpoint>, ServeError> {
+) -> Result<Option<MetricsEndpoint>, ServeError> {
     let Some(address) = options.metrics else {
         return Ok(None);
     };
-    host.serve_ops(address)
+    host.open_metrics_endpoint(address)
         .await
         .map(Some)
         .map_err(|source| ServeError::Metrics { address, source })
@@ -489,7 +489,7 @@ async fn subscribe(
                 host,
                 service,
                 metrics.service(service.id()),
-                Limits {
+                WorkerOptions {
                     window: options.receive_window_of(service),
                     log_payloads: options.log_payloads,
                     max_message_size,

@@ -21,9 +21,9 @@ use std::time::Duration;
 use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{AcquireError, Mutex, OwnedSemaphorePermit};
 
+use super::broker_io::{PulsarRequests, PulsarResponses, Requests, Responses};
 use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
 use super::gate::Gate;
-use super::transport::{PulsarRequests, PulsarResponses, Requests, Responses};
 use super::{ServeError, ServiceReport};
 use crate::dispatch::{self, FrameSink};
 use crate::host::{Admitted, Budget, Call, Held, Host, OverBudget, Permit};
@@ -45,7 +45,7 @@ fn id_of<R: Requests>(message: &R::Message) -> &str {
 /// What one service's worker reads ahead and sends, besides the host's
 /// policy (timeout, concurrency, rate, budget).
 #[derive(Debug, Clone)]
-pub(super) struct Limits {
+pub(super) struct WorkerOptions {
     pub(super) window: usize,
     pub(super) log_payloads: bool,
     pub(super) max_message_size: usize,
@@ -140,7 +140,7 @@ impl PulsarWorker {
         host: &Host,
         service: Service,
         metrics: Arc<ServiceMetrics>,
-        limits: Limits,
+        options: WorkerOptions,
     ) -> Result<Self, ServeError> {
         let request_queue = service.request_queue();
         let response_queue = service.response_queue();
@@ -151,10 +151,10 @@ impl PulsarWorker {
         // still push), so a persistent topic's permits are also bounded by
         // the byte budget at the largest message size.
         let permits = if request_queue.starts_with("persistent://") {
-            let fit = host.budget().limit() / (2 * limits.max_message_size.max(1));
-            limits.window.min(fit.max(1))
+            let fit = host.budget().limit() / (2 * options.max_message_size.max(1));
+            options.window.min(fit.max(1))
         } else {
-            limits.window.max(super::DEFAULT_RECEIVE_WINDOW)
+            options.window.max(super::DEFAULT_RECEIVE_WINDOW)
         };
         let requests = PulsarRequests::subscribe(pulsar, service, permits)
             .await
@@ -178,7 +178,7 @@ impl PulsarWorker {
             host.clone(),
             service,
             metrics,
-            limits,
+            options,
             requests,
             PulsarResponses(producer),
         ))
@@ -190,7 +190,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         host: Host,
         service: Service,
         metrics: Arc<ServiceMetrics>,
-        limits: Limits,
+        options: WorkerOptions,
         requests: R,
         responses: P,
     ) -> Self {
@@ -205,12 +205,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             service,
             topics: Arc::new(Topics::new(service)),
             state: host.registry().state().clone(),
-            window: limits.window,
+            window: options.window,
             persistent: service.request_queue().starts_with("persistent://"),
             limits: dispatch::Limits::default()
                 .with_timeout(timeout)
-                .with_max_message_size(limits.max_message_size),
-            log_payloads: limits.log_payloads,
+                .with_max_message_size(options.max_message_size),
+            log_payloads: options.log_payloads,
             metrics,
             budget: Arc::clone(host.budget()),
             host,

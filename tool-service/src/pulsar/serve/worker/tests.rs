@@ -390,7 +390,7 @@ fn start(service: &str, state: State, setup: Setup, broker: &Broker, grace: Dura
         host.clone(),
         service,
         all.service(service.id()),
-        Limits {
+        WorkerOptions {
             window: setup.window,
             log_payloads: false,
             max_message_size: setup.max_message_size,
