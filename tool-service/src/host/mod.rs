@@ -489,7 +489,6 @@ impl Host {
 
     /// Serves `/metrics`, `/livez` and `/readyz` (and `/readyz/pulsar`,
     /// `/readyz/mcp`) at `address` while the endpoint lives.
-    #[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
     pub(crate) async fn open_metrics_endpoint(
         &self,
         address: SocketAddr,
@@ -532,7 +531,6 @@ pub(crate) fn shutting_down() -> ToolError {
 }
 
 /// The endpoint of the metrics and probes, served while this lives.
-#[cfg_attr(not(any(feature = "pulsar", feature = "cli")), allow(dead_code))]
 pub(crate) struct MetricsEndpoint {
     /// Where it listens (read by `Serving::metrics_address`).
     #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
