@@ -96,7 +96,7 @@ pub fn dispatch<'a, S: FrameSink + Send>(
     payload: &'a [u8],
     sink: &'a mut S,
 ) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
-    respond(
+    dispatch_request(
         service,
         State::empty(),
         id,
@@ -197,7 +197,7 @@ impl Limits {
 /// # Errors
 /// Only the sink's errors.
 // Not an `async fn`: the payload is decoded here, and the future returned
-// is `respond`'s own, so that a request's future does not carry a
+// is `dispatch_request`'s own, so that a request's future does not carry a
 // wrapper's copy of the arguments.
 pub fn dispatch_with<'a, S: FrameSink + Send>(
     service: Service,
@@ -207,14 +207,14 @@ pub fn dispatch_with<'a, S: FrameSink + Send>(
     limits: Limits,
     sink: &'a mut S,
 ) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
-    respond(service, state, id, Request::decode(payload), limits, sink)
+    dispatch_request(service, state, id, Request::decode(payload), limits, sink)
 }
 
 /// The one request path: a request (or why it did not decode) in, its
 /// frames out to `sink`. Every transport and [`Registry::call`] come here.
 ///
 /// [`Registry::call`]: crate::Registry::call
-pub(crate) async fn respond<S: FrameSink + Send>(
+pub(crate) async fn dispatch_request<S: FrameSink + Send>(
     service: Service,
     state: &State,
     id: &str,
@@ -224,9 +224,9 @@ pub(crate) async fn respond<S: FrameSink + Send>(
 ) -> Result<bool, S::Error> {
     if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        return Box::pin(stream(service, state, id, request, limits, sink)).await;
+        return Box::pin(dispatch_stream(service, state, id, request, limits, sink)).await;
     }
-    let frame = reply(service, state, id, request, limits).await;
+    let frame = dispatch_frame(service, state, id, request, limits).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
@@ -239,28 +239,28 @@ pub(crate) async fn respond<S: FrameSink + Send>(
 /// The handler is called here; the future holds little besides the
 /// handler's own (boxed) future, so it is cheap to move, to poll where it
 /// was made, and to spawn.
-pub(crate) fn reply(
+pub(crate) fn dispatch_frame(
     service: Service,
     state: &State,
     id: &str,
     request: Result<Request, ToolError>,
     limits: Limits,
-) -> Reply {
+) -> FrameFuture {
     debug_assert!(!service.is_streaming(), "{service:?} streams");
     let handler = match request {
-        Ok(request) => Ok(handle(service, state, id, request, limits.timeout)),
+        Ok(request) => Ok(call_in_time(service, state, id, request, limits.timeout)),
         Err(error) => Err(Some(error)),
     };
-    Reply {
+    FrameFuture {
         handler,
         id_len: id.len(),
         max_message_size: limits.max_message_size,
     }
 }
 
-/// The future of [`reply`]. It borrows nothing, and is `Unpin`: it can be
+/// The future of [`dispatch_frame`]. It borrows nothing, and is `Unpin`: it can be
 /// polled where it was made and moved into a task if it is pending.
-pub(crate) struct Reply {
+pub(crate) struct FrameFuture {
     /// The handler, or why there is none (taken once answered).
     handler: Result<Deadline, Option<ToolError>>,
     /// The length of the request's id, which the response message carries.
@@ -268,14 +268,16 @@ pub(crate) struct Reply {
     max_message_size: Option<usize>,
 }
 
-impl Future for Reply {
+impl Future for FrameFuture {
     type Output = Frame;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Frame> {
         let this = &mut *self;
         let outcome = match &mut this.handler {
             Ok(handler) => std::task::ready!(Pin::new(handler).poll(cx)),
-            Err(error) => Err(error.take().expect("`Reply` polled after it was ready")),
+            Err(error) => Err(error
+                .take()
+                .expect("`FrameFuture` polled after it was ready")),
         };
         let limits = Limits {
             timeout: None,
@@ -319,7 +321,7 @@ fn invocation(
 
 /// The handler of a non-streaming service called on `request`, under the
 /// time limit.
-fn handle(
+fn call_in_time(
     service: Service,
     state: &State,
     id: &str,
@@ -333,7 +335,7 @@ fn handle(
 /// Serves a request of a streaming service: each chunk as a frame as it
 /// comes, then the last frame (only an error frame for a request that did
 /// not decode).
-async fn stream<S: FrameSink + Send>(
+async fn dispatch_stream<S: FrameSink + Send>(
     service: Service,
     state: &State,
     id: &str,
@@ -609,7 +611,7 @@ mod tests {
                 .unwrap();
             assert_eq!(frames, [Frame::last(Ok(format!("{id} for alice")))]);
         }
-        let frame = reply(
+        let frame = dispatch_frame(
             service,
             State::empty(),
             "req-9",

@@ -412,7 +412,9 @@ impl Registry {
             timeout: service.timeout(),
             max_message_size: Some(crate::wire::DEFAULT_MAX_MESSAGE_SIZE),
         };
-        match dispatch::respond(service, &self.state, id, Ok(request), limits, &mut frames).await {
+        match dispatch::dispatch_request(service, &self.state, id, Ok(request), limits, &mut frames)
+            .await
+        {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
         }

@@ -412,14 +412,20 @@ impl McpServer {
             progress,
         };
         let state = host.registry().state();
-        let respond =
-            dispatch::respond(tool.service, state, id, Ok(request), tool.limits, &mut sink);
+        let respond = dispatch::dispatch_request(
+            tool.service,
+            state,
+            id,
+            Ok(request),
+            tool.limits,
+            &mut sink,
+        );
         let granted = caller.and_then(|caller| caller.scopes.clone());
         let outcome = crate::context::with_granted(granted, respond).await;
         let Ok(_) = outcome;
         let last = sink
             .last
-            .expect("every response ends with a last frame (dispatch::respond)");
+            .expect("every response ends with a last frame (dispatch::dispatch_request)");
         call.finish(span, last.error.as_ref());
         if let Some(error) = &last.error {
             return failure(error.message());

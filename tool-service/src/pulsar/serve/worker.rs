@@ -574,7 +574,13 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             let request_span = span.clone();
             let request = Box::pin(span.instrument(async move {
                 let request = Request::decode(R::payload(&message));
-                let reply = dispatch::reply(service, &state, id_of::<R>(&message), request, limits);
+                let reply = dispatch::dispatch_frame(
+                    service,
+                    &state,
+                    id_of::<R>(&message),
+                    request,
+                    limits,
+                );
                 let frame = reply.await;
                 Done::Answer(Answer {
                     message,
@@ -593,8 +599,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             let _entered = span.enter();
             let state = &self.state;
             let (payload, id) = (R::payload(&message), id_of::<R>(&message));
-            self.gate
-                .poll_once(|| dispatch::reply(service, state, id, Request::decode(payload), limits))
+            self.gate.poll_once(|| {
+                dispatch::dispatch_frame(service, state, id, Request::decode(payload), limits)
+            })
         };
         let answer = |frame, span| Answer {
             message,
@@ -754,7 +761,7 @@ async fn stream<R: Requests, P: Responses>(
     };
     let request = Request::decode(R::payload(&answer.message));
     let id = id_of::<R>(&answer.message);
-    match dispatch::respond(service, &state, id, request, limits, &mut sink).await {
+    match dispatch::dispatch_request(service, &state, id, request, limits, &mut sink).await {
         Ok(_) => {
             answer.frame = sink
                 .last
