@@ -25,9 +25,9 @@ const LAYERS: &[&[&str]] = &[
     &["otel"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
-    // One view of a type's schema, and what it promises.
+    // One view of a type's schema, and what it promises (the rules
+    // decoding applies).
     &["schema"],
-    &["rules"],
     // What generated code registers, and typed decoding.
     &["decode", "spec"],
     // Each request's span and the trace context it carries.

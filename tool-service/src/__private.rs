@@ -21,7 +21,7 @@ pub use crate::stream::Chunks;
 pub use crate::{context::Context, error::ToolError, state::State};
 
 use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
-use crate::rules::Rules;
+use crate::schema::rules::Rules;
 
 /// The types a service decodes.
 pub trait ServiceTypes: 'static {

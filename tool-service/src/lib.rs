@@ -115,8 +115,7 @@ mod stream;
 pub mod wire;
 
 // One view of a type's schema (descriptions, MCP flavours, provider
-// checks), then the rules decoding applies from it.
-mod rules;
+// checks, and the rules decoding applies from it).
 mod schema;
 
 // What generated code registers, and typed decoding of requests.
