@@ -30,6 +30,9 @@ const LAYERS: &[&[&str]] = &[
     &["schema"],
     // What generated code registers, and typed decoding.
     &["decode", "spec"],
+    // What generated code calls: a handler's typed invocation, and the
+    // compile-time probes of the user's types.
+    &["invoke", "probe"],
     // Each request's span and the trace context it carries.
     &["descriptor", "dispatch", "trace"],
     &["registry"],

@@ -122,6 +122,11 @@ mod schema;
 mod decode;
 mod spec;
 
+// What generated code calls: a handler's typed invocation, and the
+// compile-time probes of the user's types.
+mod invoke;
+mod probe;
+
 // Descriptors, the request path, and the checked set of services.
 pub mod descriptor;
 pub mod dispatch;
