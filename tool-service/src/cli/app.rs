@@ -9,7 +9,10 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, FromArgMatches};
 
-use super::{call, command, descriptors, list, BoxError, CallArgs, Cli, CliResult, Command, Meta};
+use super::call::{call, CallArgs};
+use super::descriptors::descriptors;
+use super::list::list;
+use super::{command, BoxError, Cli, CliResult, Command, Meta};
 use crate::{registry::Registry, state::State};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -414,7 +417,7 @@ impl<A: 'static> App<A> {
         }
         // Whatever the hook did: the spans of the last requests go out.
         #[cfg(any(feature = "pulsar", feature = "mcp"))]
-        super::flush_traces(grace).await;
+        super::logging::flush_traces(grace).await;
         result
     }
 }
