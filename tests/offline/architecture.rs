@@ -25,11 +25,14 @@ const LAYERS: &[&[&str]] = &[
     &["otel"],
     // The request's parts and the frames of its answer.
     &["context", "response", "stream", "wire"],
-    // One view of a type's schema, and what it promises.
+    // One view of a type's schema, and what it promises (the rules
+    // decoding applies).
     &["schema"],
-    &["rules"],
     // What generated code registers, and typed decoding.
     &["decode", "spec"],
+    // What generated code calls: a handler's typed invocation, and the
+    // compile-time probes of the user's types.
+    &["invoke", "probe"],
     // Each request's span and the trace context it carries.
     &["descriptor", "dispatch", "trace"],
     &["registry"],

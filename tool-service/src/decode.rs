@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::rules::{Rules, Violation};
+use crate::schema::rules::{Rules, Violation};
 
 /// Which part of a request is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

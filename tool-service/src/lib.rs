@@ -116,13 +116,17 @@ mod stream;
 pub mod wire;
 
 // One view of a type's schema (descriptions, MCP flavours, provider
-// checks), then the rules decoding applies from it.
-mod rules;
+// checks, and the rules decoding applies from it).
 mod schema;
 
 // What generated code registers, and typed decoding of requests.
 mod decode;
 mod spec;
+
+// What generated code calls: a handler's typed invocation, and the
+// compile-time probes of the user's types.
+mod invoke;
+mod probe;
 
 // Descriptors, the request path, and the checked set of services.
 pub mod descriptor;

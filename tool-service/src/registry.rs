@@ -535,8 +535,8 @@ fn find_duplicates(services: &[Service], problems: &mut Vec<Problem>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::__private::{self, HandlerFuture, Invocation, NoArguments, NoConfig, ServiceTypes};
-    use crate::spec::ToolSpec;
+    use crate::invoke::{self, NoArguments, NoConfig, ServiceTypes};
+    use crate::spec::{HandlerFuture, Invocation, ToolSpec};
 
     struct Empty;
 
@@ -563,10 +563,10 @@ mod tests {
             streaming: false,
             takes_context: false,
             tools: &[],
-            config_schema: __private::config_schema::<Empty>,
-            arguments_schema: __private::arguments_schema::<Empty>,
+            config_schema: invoke::config_schema::<Empty>,
+            arguments_schema: invoke::arguments_schema::<Empty>,
             output_schema: || None,
-            check_config: __private::check_config::<Empty>,
+            check_config: invoke::check_config::<Empty>,
             states: &[],
             handler,
             function: "tests::f",

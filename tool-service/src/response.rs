@@ -37,6 +37,19 @@ pub fn response_text<T: Serialize + ?Sized>(value: &T) -> Result<String, ToolErr
     }
 }
 
+/// The `response` text of a handler's value, moving a `String` instead of
+/// copying it (the common case), else as [`response_text`].
+pub fn text_of<T: serde::Serialize + 'static>(value: T) -> Result<String, ToolError> {
+    let mut slot = Some(value);
+    if let Some(text) = (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<String>>() {
+        return Ok(text.take().unwrap_or_default());
+    }
+    match &slot {
+        Some(value) => response_text(value),
+        None => Ok(String::new()),
+    }
+}
+
 /// A serializer that succeeds only for values whose JSON form is a string (or
 /// unit), without building any JSON.
 struct TextProbe;
@@ -228,6 +241,14 @@ mod tests {
     #[test]
     fn unit_is_the_empty_response() {
         assert_eq!(response_text(&()).unwrap(), "");
+    }
+
+    #[test]
+    fn text_of_moves_strings_and_serializes_the_rest() {
+        assert_eq!(text_of(String::from("moved")).unwrap(), "moved");
+        assert_eq!(text_of("borrowed").unwrap(), "borrowed");
+        assert_eq!(text_of(vec![1, 2]).unwrap(), "[1,2]");
+        assert_eq!(text_of(()).unwrap(), "");
     }
 
     #[test]

@@ -1,21 +1,13 @@
 //! The text log's fields, written as tracing-subscriber's default format
 //! writes them when it writes no colours, at a fraction of its cost.
 //!
-//! Every request runs in a span whose fields (`service`, `request_id`) the
-//! text layer formats when the span is made, whether or not anything is
-//! logged in it. tracing-subscriber's `DefaultFields` paints each field
-//! name (italic, then `=` dimmed) through `nu_ansi_term` even when colours
-//! are off, which painted nothing but cost about 3,500 instructions per
-//! request under callgrind, 2% of a served echo request
-//! (`scripts/bench.sh served-instructions`). Without colours this writes
-//! `name=value` itself; a message, an error and a `log.` field go to
-//! `DefaultVisitor`, and everything does when colours are on, so the text
-//! is the same byte for byte (the test below compares the two).
-//!
-//! The fields are written into a buffer on the stack first and handed to
-//! the layer's writer in one piece: the span's text then takes one
-//! allocation of its final size, where writing field by field grew it four
-//! times (about 1,000 instructions a request).
+//! Every request's span has its fields formatted when it is made, and
+//! tracing-subscriber's `DefaultFields` paints each name even with colours
+//! off. Without colours this writes `name=value` itself, into a buffer on
+//! the stack handed to the writer in one piece; a message, an error and a
+//! `log.` field go to `DefaultVisitor`, and everything does when colours
+//! are on, so the text is the same byte for byte (the test below compares
+//! the two). What it saves, measured: CONTRIBUTING.md, *Benchmarks*.
 
 use std::fmt::{self, Write as _};
 

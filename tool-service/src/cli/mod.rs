@@ -16,31 +16,48 @@
 #![doc = include_str!("../../docs/deployment.md")]
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use serde_json::Value;
 
-use crate::descriptor::QueueNames;
-use crate::registry::Registry;
-use crate::wire::Request;
-
+// The commands, one file each; the `App` that runs them; what several of
+// them share.
 #[cfg(feature = "pulsar")]
 mod announce;
 mod app;
+mod call;
+mod descriptors;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod fields;
+mod flags;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod host;
+mod list;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod logging;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod meta;
 mod schemas;
 #[cfg(feature = "pulsar")]
 mod serve;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod signal;
 
 pub use app::{App, HookError, NoArgs};
+pub use meta::Meta;
+
+// What the command files take from here (`super::…`).
+#[cfg(feature = "pulsar")]
+use flags::parse_mcp_url;
+use flags::QueueNamesArgs;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+use flags::{parse_size, parse_timeout, read_token_file, McpTokenArgs};
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+use logging::{init_logging, LogArgs};
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+use signal::shutdown_signal;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -146,64 +163,8 @@ pub(super) enum Command {
     },
 }
 
-/// The name and version a binary shows for `-V` and `--version`; what
-/// [`meta!`](crate::meta!) reads from the calling crate, for
-/// [`App::meta`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Meta {
-    /// The binary's name, e.g. `joke`.
-    pub name: &'static str,
-    /// The binary's version, e.g. `0.3.1`.
-    pub version: &'static str,
-}
-
 /// The version of this crate, which `--version` names too.
 const TOOL_SERVICE_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The [`Meta`] of the calling crate's binary: `CARGO_BIN_NAME` (else
-/// `CARGO_PKG_NAME`) and `CARGO_PKG_VERSION`, read when it is compiled.
-///
-/// ```
-/// let meta = tool_service::meta!();
-/// assert_eq!(meta.version, env!("CARGO_PKG_VERSION"));
-/// ```
-#[macro_export]
-#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-macro_rules! meta {
-    () => {
-        $crate::cli::Meta {
-            name: match ::core::option_env!("CARGO_BIN_NAME") {
-                ::core::option::Option::Some(name) => name,
-                ::core::option::Option::None => ::core::env!("CARGO_PKG_NAME"),
-            },
-            version: ::core::env!("CARGO_PKG_VERSION"),
-        }
-    };
-}
-
-/// Runs the command line of this binary over every registered service, its
-/// `-V` showing the name and version of the calling crate's binary and its
-/// `--help` the crate's `description`:
-/// `App::new().meta(meta!()).about(env!("CARGO_PKG_DESCRIPTION")).run()`.
-///
-/// ```no_run
-/// fn main() -> std::process::ExitCode {
-///     tool_service::run!()
-/// }
-/// ```
-///
-/// `joke -V` then prints `joke 0.3.1`, and `joke --version` prints
-/// `joke 0.3.1 (tool-service 0.1.0)`.
-#[macro_export]
-#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-macro_rules! run {
-    () => {
-        $crate::App::new()
-            .meta($crate::meta!())
-            .about(::core::env!("CARGO_PKG_DESCRIPTION"))
-            .run()
-    };
-}
 
 /// The command line, named and versioned by `meta`, or else by the file
 /// name of `first` (the binary as started) and tool-service's version.
@@ -236,414 +197,15 @@ fn command(meta: Option<Meta>, about: Option<&str>, first: Option<&OsString>) ->
     }
 }
 
-/// How the commands that run handlers (`serve`, `mcp`) log, on standard
-/// error (standard output is the commands' own, and the MCP protocol's on
-/// stdio).
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct LogArgs {
-    /// The most verbose log level shown. `RUST_LOG`, when set, takes its
-    /// place (EnvFilter syntax, e.g. `info,tool_service=debug`).
-    #[arg(long, env = "TOOL_SERVICE_LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
-    pub(crate) log_level: String,
-    /// How log lines are written: `text` for people, `json` for a log
-    /// stack (one object per line: timestamp, level, target, message and
-    /// the fields of the spans it is in, such as the service and the
-    /// request id).
-    #[arg(long, env = "TOOL_SERVICE_LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
-    pub(crate) log_format: String,
-}
-
-/// The log's layer: one JSON object a line (`json`), or text.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn log_layer<S>(json: bool) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
-where
-    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
-{
-    use tracing_subscriber::Layer;
-
-    if json {
-        tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(true)
-            .with_writer(std::io::stderr)
-            .boxed()
-    } else {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .fmt_fields(fields::PlainFields)
-            .with_writer(std::io::stderr)
-            .boxed()
-    }
-}
-
-/// Installs the log subscriber `args` describe.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn init_logging(args: &LogArgs) -> Result<(), BoxError> {
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::{EnvFilter, Layer};
-
-    // `tracing::Level` parses any case, as the flag accepts it.
-    let level: tracing::Level = args.log_level.parse()?;
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(directives) if !directives.trim().is_empty() => EnvFilter::builder()
-            .with_default_directive(level.into())
-            .parse(&directives)
-            .map_err(|error| format!("RUST_LOG={directives}: {error}"))?,
-        // The MCP SDK's own lines (each session's client, each
-        // notification) only when debugging; its transport's warnings (a
-        // refused `Host`, say) always. Its session loop's lines are about
-        // one client: a call of an unknown tool (already answered to the
-        // client, in Rust debug text), a response to a client that left, a
-        // session closed by the drain. Those show when debugging only; the
-        // tools server logs what matters of them in its own words.
-        _ => {
-            let debugging = level >= tracing::Level::DEBUG;
-            let sdk = if debugging {
-                level
-            } else {
-                level.min(tracing::Level::WARN)
-            };
-            let sessions = if debugging { "debug" } else { "off" };
-            EnvFilter::default()
-                .add_directive(level.into())
-                .add_directive(format!("rmcp={sdk}").parse()?)
-                .add_directive(format!("rmcp::service={sessions}").parse()?)
-        }
-    };
-    let json = args.log_format.eq_ignore_ascii_case("json");
-    #[cfg(feature = "otel")]
-    let otel = crate::otel::Otel::from_env()?;
-    #[cfg(feature = "otel")]
-    let traces = otel.as_ref().map(crate::otel::Otel::layer);
-    #[cfg(not(feature = "otel"))]
-    let traces: Option<tracing_subscriber::layer::Identity> = None;
-    let installed = match traces {
-        // The log level filters the log only; traces have their sampler.
-        Some(traces) => tracing_subscriber::registry()
-            .with(log_layer(json).with_filter(filter))
-            .with(traces)
-            .try_init(),
-        // Nothing but the log: the level filters everything. A filter of
-        // the whole subscriber costs less than one of a layer, which looks
-        // its span up again at every enter, exit and close (about 550
-        // instructions a request, `scripts/bench.sh served-instructions`).
-        None => tracing_subscriber::registry()
-            .with(filter)
-            .with(log_layer(json))
-            .try_init(),
-    }
-    .is_ok();
-    #[cfg(feature = "otel")]
-    if let Some(otel) = otel {
-        if installed {
-            *TRACES
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(otel);
-        } else {
-            otel.shutdown(std::time::Duration::ZERO);
-        }
-    }
-    if !installed {
-        // The application installed its own subscriber: it decides what is
-        // shown, and says so where its lines go.
-        tracing::info!(
-            "a tracing subscriber is already installed; --log-level, --log-format and RUST_LOG do not apply to it"
-        );
-    }
-    Ok(())
-}
-
-/// The traces `init_logging` exports, flushed by [`flush_traces`].
-#[cfg(feature = "otel")]
-static TRACES: std::sync::Mutex<Option<crate::otel::Otel>> = std::sync::Mutex::new(None);
-
-/// Sends the spans still queued, waiting at most `grace`.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-async fn flush_traces(grace: std::time::Duration) {
-    #[cfg(feature = "otel")]
-    {
-        let otel = TRACES
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(otel) = otel {
-            let flushed = tokio::task::spawn_blocking(move || otel.shutdown(grace)).await;
-            if !matches!(flushed, Ok(true)) {
-                tracing::warn!(
-                    grace = %crate::duration::format(grace),
-                    "not every span was exported within the grace period"
-                );
-            }
-        }
-    }
-    let _ = grace;
-}
-
-/// The token in `path`, without surrounding whitespace.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn read_token_file(flag: &str, path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("{flag} {}: cannot read the token: {error}", path.display()))?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(format!(
-            "{flag} {}: the file is empty; it should hold the token",
-            path.display()
-        ));
-    }
-    Ok(token.to_owned())
-}
-
-/// How descriptors write a service's queues: `descriptors`, `announce` and
-/// `serve --announce` take it.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub(crate) struct QueueNamesArgs {
-    /// How `tool-service` items write their queues: `trustgraph`
-    /// (`request:tg:joke`, which TrustGraph reads on every backend) or
-    /// `pulsar` (`non-persistent://tg/request/joke`, for a release that
-    /// reads only those). Both name the same Pulsar topic.
-    #[arg(
-        long,
-        env = QUEUE_NAMES_ENV,
-        default_value = "trustgraph",
-        value_name = "FORM",
-        value_parser = clap::builder::ValueParser::new(str::parse::<QueueNames>)
-    )]
-    pub(crate) queue_names: QueueNames,
-}
-
-/// The variable of `--queue-names`.
-const QUEUE_NAMES_ENV: &str = "TOOL_SERVICE_QUEUE_NAMES";
-
-impl QueueNamesArgs {
-    /// As with no command (the descriptors are printed): the variable, or
-    /// the default.
-    pub(crate) fn from_env() -> Result<Self, BoxError> {
-        let queue_names = match std::env::var(QUEUE_NAMES_ENV) {
-            Ok(text) => text
-                .parse()
-                .map_err(|error| format!("{QUEUE_NAMES_ENV}: {error}"))?,
-            Err(_) => QueueNames::default(),
-        };
-        Ok(Self { queue_names })
-    }
-}
-
-/// An MCP server's bearer token: what `mcp` and `serve --mcp-listen` require
-/// of every request, and what `announce --mcp-url` hands to TrustGraph.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct McpTokenArgs {
-    /// A file holding the MCP server's bearer token (`Authorization: Bearer
-    /// TOKEN`; read once at start, surrounding whitespace ignored).
-    #[arg(long, env = "TOOL_SERVICE_MCP_TOKEN_FILE", value_name = "FILE")]
-    mcp_token_file: Option<PathBuf>,
-    /// The bearer token itself. Prefer --mcp-token-file: a file is not
-    /// inherited by every child process, as the environment is.
-    #[arg(
-        long,
-        env = "TOOL_SERVICE_MCP_TOKEN",
-        hide_env_values = true,
-        conflicts_with = "mcp_token_file"
-    )]
-    mcp_token: Option<String>,
-}
-
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-impl McpTokenArgs {
-    /// The token, read from its file when one is named; none when neither
-    /// is given (or the variable is empty).
-    fn token(&self) -> Result<Option<String>, String> {
-        match &self.mcp_token_file {
-            Some(path) => read_token_file("--mcp-token-file", path).map(Some),
-            None => Ok(self.mcp_token.clone().filter(|token| !token.is_empty())),
-        }
-    }
-}
-
-/// An MCP server's URL: `http://` or `https://`.
-#[cfg(feature = "pulsar")]
-fn parse_mcp_url(text: &str) -> Result<String, String> {
-    if text.starts_with("http://") || text.starts_with("https://") {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "`{text}` is not an http:// or https:// URL; give the MCP server's URL, e.g. http://joke-tools:8900/mcp"
-        ))
-    }
-}
-
-/// A size in bytes: a number, with an optional unit (`B`, `KB`, `KiB`,
-/// `MB`, `MiB`, `GB`, `GiB`, any case).
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit = unit.trim();
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "`{unit}` is not a unit of size; use B, KB, KiB, MB, MiB, GB or GiB, e.g. 128MiB"
-            ))
-        }
-    };
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size; give a number and a unit, e.g. 128MiB"))?;
-    number
-        .checked_mul(scale)
-        .filter(|&bytes| bytes > 0)
-        .and_then(|bytes| usize::try_from(bytes).ok())
-        .ok_or_else(|| {
-            format!("`{text}` is not a usable size: it must be above zero and fit in memory")
-        })
-}
-
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-fn parse_timeout(text: &str) -> Result<(Option<String>, std::time::Duration), String> {
-    match text.rsplit_once('=') {
-        Some((id, limit)) if !id.is_empty() => {
-            Ok((Some(id.to_owned()), crate::duration::parse(limit)?))
-        }
-        _ => Ok((None, crate::duration::parse(text)?)),
-    }
-}
-
-/// Completes on SIGINT or SIGTERM.
-#[cfg(any(feature = "pulsar", feature = "mcp"))]
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutdown requested");
-}
-
 type CliResult = Result<ExitCode, BoxError>;
 
 /// Any error, as hooks and commands report them.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn descriptors(
-    registry: &Registry,
-    dir: Option<&Path>,
-    names: QueueNames,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> CliResult {
-    let tree = registry.descriptors().clone().with_queue_names(names);
-    serde_json::to_writer_pretty(&mut *out, &tree)?;
-    writeln!(out)?;
-    if let Some(dir) = dir {
-        let items = tree.items();
-        for (key, value) in &items {
-            let path = dir.join(format!("{key}.json"));
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-            }
-            let mut text = serde_json::to_string_pretty(value)?;
-            text.push('\n');
-            std::fs::write(&path, text)
-                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-        }
-        writeln!(
-            err,
-            "wrote {} descriptor files to {}",
-            items.len(),
-            dir.display()
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
-    for service in registry.services() {
-        writeln!(out, "{}", service.id())?;
-        writeln!(out, "  request   {}", service.request_queue())?;
-        writeln!(out, "  response  {}", service.response_queue())?;
-        writeln!(out, "  subscription {} (Shared)", service.subscription())?;
-        if service.is_streaming() {
-            writeln!(out, "  streaming")?;
-        }
-        for name in service.tool_names() {
-            writeln!(out, "  tool      {name}")?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What `call` runs.
-#[derive(Debug)]
-struct CallArgs {
-    name: String,
-    arguments: String,
-    config: Option<String>,
-    user: Option<String>,
-    id: String,
-}
-
-async fn call(registry: &Registry, args: CallArgs, out: &mut dyn Write) -> CliResult {
-    let CallArgs {
-        name,
-        arguments,
-        config,
-        user,
-        id,
-    } = args;
-    let request = Request {
-        user: user.filter(|user| !user.is_empty()),
-        config: config.unwrap_or_else(|| String::from("{}")),
-        arguments,
-    };
-    let frames = registry.call(&name, &id, request).await?;
-    for frame in &frames {
-        let mut line = serde_json::Map::new();
-        line.insert("id".into(), id.as_str().into());
-        if let Value::Object(fields) = serde_json::to_value(frame)? {
-            line.extend(fields);
-        }
-        writeln!(out, "{}", Value::Object(line))?;
-    }
-    let ok = frames.last().is_some_and(|frame| frame.error.is_none());
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
 #[cfg(test)]
 pub(super) mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     pub(super) fn run(args: &[&str]) -> (ExitCode, String, String) {
@@ -719,44 +281,6 @@ pub(super) mod tests {
             err.contains("advertised listener names are not supported"),
             "{err}"
         );
-    }
-}
-
-#[cfg(test)]
-mod env_tests {
-    use super::*;
-
-    #[test]
-    #[cfg(feature = "pulsar")]
-    fn sizes_take_units_in_any_case() {
-        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
-        assert_eq!(parse_size("64 mib"), Ok(64 << 20));
-        assert_eq!(parse_size("500MB"), Ok(500_000_000));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("2kb"), Ok(2000));
-        assert!(parse_size("0").unwrap_err().contains("above zero"));
-        assert!(parse_size("12 parsecs")
-            .unwrap_err()
-            .contains("not a unit of size"));
-        assert!(parse_size("MiB").unwrap_err().contains("not a size"));
-        assert!(parse_size("99999999999GiB").is_err());
-    }
-
-    #[test]
-    #[cfg(all(feature = "pulsar", feature = "mcp"))]
-    fn the_memory_budget_flag_defaults_to_the_library_default() {
-        let cli = Cli::command();
-        for command in ["serve", "mcp"] {
-            let flag = cli
-                .find_subcommand(command)
-                .unwrap()
-                .get_arguments()
-                .find(|arg| arg.get_id() == "memory_budget")
-                .unwrap();
-            let default = flag.get_default_values()[0].to_str().unwrap();
-            assert_eq!(parse_size(default), Ok(crate::host::DEFAULT_MEMORY_BUDGET));
-        }
     }
 
     /// The variable a flag of a long-running command reads: the broker's

@@ -7,7 +7,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::Metrics;
+use super::registry::Metrics;
+
+/// The port TrustGraph processors serve metrics on.
+pub const DEFAULT_METRICS_PORT: u16 = 8000;
 
 /// Answers `GET /metrics` (and `GET /`) on `listener` with
 /// [`Metrics::render`] until the returned future is dropped; and the probes:

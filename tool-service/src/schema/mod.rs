@@ -1,5 +1,5 @@
 //! One view of a type's JSON schema, read by everything that reads schemas:
-//! the rules decoding applies ([`rules`](crate::rules)), the prose of the
+//! the rules decoding applies ([`rules`]), the prose of the
 //! descriptors ([`prose`]), the schemas MCP clients see ([`flavor`]) and
 //! the checks of what LLM providers accept ([`providers`]).
 //!
@@ -11,7 +11,7 @@
 //! no prose, an open schema.
 
 // The flavours serve MCP (and `check-schemas`), the provider checks the
-// command line.
+// command line, the rules decoding.
 // Its two public types are the `mcp` module's.
 #[cfg_attr(not(feature = "mcp"), allow(dead_code, unreachable_pub))]
 pub(crate) mod flavor;
@@ -19,6 +19,7 @@ pub(crate) mod phrase;
 pub(crate) mod prose;
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) mod providers;
+pub(crate) mod rules;
 
 use std::collections::HashMap;
 

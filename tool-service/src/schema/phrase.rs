@@ -1,6 +1,6 @@
 //! The words for what a schema bounds, one phrase per bound: the
 //! descriptions say them as sentences ([`prose`](super::prose)) and the
-//! refusals quote them ([`rules`](crate::rules)), so that what the LLM is
+//! refusals quote them ([`rules`](super::rules)), so that what the LLM is
 //! told and what it is told back agree word for word.
 
 use super::Bounds;

@@ -3,14 +3,14 @@
 //! the bounds the descriptions state, and error messages written for the
 //! model.
 //!
-//! The rules read the [schema model](crate::schema) the descriptors are
-//! made of, and word every bound with the descriptions' own
-//! [phrases](crate::schema::phrase), so what the LLM is told and what is
-//! checked cannot disagree.
+//! The rules read the [schema model](super) the descriptors are made of,
+//! and word every bound with the descriptions' own
+//! [phrases](super::phrase), so what the LLM is told and what is checked
+//! cannot disagree.
 
 use serde_json::{Map, Number, Value};
 
-use crate::schema::{phrase, Additional, Bounds, Field, Kind, Model, ROOT};
+use super::{phrase, Additional, Bounds, Field, Kind, Model, ROOT};
 
 /// The rules of one schema, compiled once per service.
 #[derive(Debug)]

@@ -1,0 +1,199 @@
+//! What a generated handler runs: decoding a request's config and
+//! arguments into the service's types (under rules compiled once per
+//! service), then calling the user's function; and the schemas and preset
+//! check of those types. Generated code reaches it through `__private`.
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+
+use crate::context::Context;
+use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
+use crate::error::ToolError;
+use crate::schema::rules::Rules;
+use crate::spec::{HandlerFuture, Invocation};
+use crate::state::State;
+use crate::stream::Chunks;
+
+/// The types a service decodes.
+pub trait ServiceTypes: 'static {
+    /// What `config` decodes into.
+    type Config: DeserializeOwned + schemars::JsonSchema;
+    /// What `arguments` decodes into.
+    type Arguments: DeserializeOwned + schemars::JsonSchema;
+}
+
+/// A service's config type `C` and argument type `A`, as a value.
+///
+/// Generated code names the user's types in one function only,
+/// `__tool_service_types() -> Types<…>`, which checks each of them with a
+/// [`TypeProbe`](crate::probe::TypeProbe) and returns them as opaque types
+/// (`impl ParameterType + IntoParameter<T>`). Everything else (the handler,
+/// the schemas, the preset check) calls that function and works on what it
+/// returns, so no other code asks the user's types for a trait, and a type
+/// that lacks one is reported once, on the type as written.
+pub struct Types<C, A>(PhantomData<fn() -> (C, A)>);
+
+impl<C, A> Types<C, A> {
+    /// The types whose markers are given (from
+    /// [`TypeProbe`](crate::probe::TypeProbe)s, or `PhantomData` of
+    /// [`NoConfig`] / [`NoArguments`] / a generated struct).
+    pub fn new(_config: PhantomData<C>, _arguments: PhantomData<A>) -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<C, A> ServiceTypes for Types<C, A>
+where
+    C: DeserializeOwned + schemars::JsonSchema + 'static,
+    A: DeserializeOwned + schemars::JsonSchema + 'static,
+{
+    type Config = C;
+    type Arguments = A;
+}
+
+impl<C, A> Types<C, A>
+where
+    C: DeserializeOwned + schemars::JsonSchema + 'static,
+    A: DeserializeOwned + schemars::JsonSchema + 'static,
+{
+    /// [`invoke`] with these types.
+    pub fn invoke<F, Fut>(
+        self,
+        rules: &'static ArgumentRules,
+        invocation: Invocation,
+        body: F,
+    ) -> HandlerFuture
+    where
+        F: FnOnce(C, A, Context, Chunks, State) -> Fut,
+        Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+    {
+        invoke::<Self, F, Fut>(rules, invocation, body)
+    }
+
+    /// [`config_schema`] of these types.
+    pub fn config_schema(self) -> schemars::Schema {
+        config_schema::<Self>()
+    }
+
+    /// [`arguments_schema`] of these types.
+    pub fn arguments_schema(self) -> schemars::Schema {
+        arguments_schema::<Self>()
+    }
+
+    /// [`check_config`] of these types.
+    pub fn check_config(self, text: &str) -> Result<(), ToolError> {
+        check_config::<Self>(text)
+    }
+}
+
+/// The rules a service's arguments are decoded under: compiled from its
+/// argument schema on the first request, then shared by every request. One
+/// `static` per service, in its handler.
+#[derive(Debug)]
+pub struct ArgumentRules {
+    rules: std::sync::OnceLock<Rules>,
+    tolerant: bool,
+}
+
+impl ArgumentRules {
+    /// Rules that coerce what LLMs commonly write (`tolerant`), or take the
+    /// type's own decoding only (`#[tool_service(strict)]`).
+    pub const fn new(tolerant: bool) -> Self {
+        Self {
+            rules: std::sync::OnceLock::new(),
+            tolerant,
+        }
+    }
+
+    fn get<S: ServiceTypes>(&self) -> &Rules {
+        self.rules
+            .get_or_init(|| Rules::compile(&serde_json::Value::from(arguments_schema::<S>())))
+    }
+}
+
+/// Decodes config and arguments, then runs `body` (the call of the user's
+/// function and the conversion of its result).
+pub fn invoke<S, F, Fut>(
+    rules: &'static ArgumentRules,
+    invocation: Invocation,
+    body: F,
+) -> HandlerFuture
+where
+    S: ServiceTypes,
+    F: FnOnce(S::Config, S::Arguments, Context, Chunks, State) -> Fut,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    let Invocation {
+        request,
+        context,
+        chunks,
+        state,
+    } = invocation;
+    let config = match decode::<S::Config>(&request.config, Part::Config) {
+        Ok(config) => config,
+        Err(error) => return Box::pin(std::future::ready(Err(error))),
+    };
+    let arguments = match decode_arguments::<S::Arguments>(
+        &request.arguments,
+        rules.get::<S>(),
+        rules.tolerant,
+    ) {
+        Ok(arguments) => arguments,
+        Err(error) => return Box::pin(std::future::ready(Err(error))),
+    };
+    Box::pin(body(config, arguments, context, chunks, state))
+}
+
+/// The `#[state]` value of type `T`, or the error a request gets when it was
+/// never provided (`serve` and `call` check before they start, so only a
+/// registry built by hand can get here).
+pub fn state<T: Send + Sync + 'static>(
+    state: &State,
+    service: &'static str,
+) -> Result<std::sync::Arc<T>, ToolError> {
+    state.get::<T>().ok_or_else(|| {
+        ToolError::with_type(
+            ToolError::MISSING_STATE,
+            format!(
+                "service `{service}` takes a `{}` as #[state], and none was provided",
+                std::any::type_name::<T>()
+            ),
+        )
+    })
+}
+
+/// The JSON schema of a service's config type.
+pub fn config_schema<S: ServiceTypes>() -> schemars::Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<S::Config>()
+}
+
+/// The JSON schema of a service's argument type.
+pub fn arguments_schema<S: ServiceTypes>() -> schemars::Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<S::Arguments>()
+}
+
+/// Checks that a preset's config values decode as the service's config type.
+pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
+    // Preset values come from the source code, so they may be quoted.
+    decode_showing::<S::Config>(text, Part::Config, Quoted::Shortened).map(drop)
+}
+
+/// The config type of a service that takes no config.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "::serde")]
+#[schemars(crate = "::schemars")]
+pub struct NoConfig {}
+
+/// The argument type of a service that takes no arguments.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "::serde")]
+#[schemars(crate = "::schemars")]
+pub struct NoArguments {}
+
+impl<C, A> std::fmt::Debug for Types<C, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Types")
+    }
+}
