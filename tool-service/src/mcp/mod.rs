@@ -85,7 +85,7 @@ use crate::dispatch::{self, FrameSink, Limits};
 use crate::error::ToolError;
 use crate::host::{Host, HostOptions, OverBudget};
 use crate::log_text::Untrusted;
-use crate::metrics::ServiceMetrics;
+use crate::metrics::{ServiceMetrics, Via};
 use crate::wire::{Frame, Request};
 use crate::{registry::Registry, spec::Service};
 
@@ -246,7 +246,7 @@ impl McpServer {
         let mut tools = Vec::new();
         for (at, hosted) in host.hosted_services().iter().enumerate() {
             let service = hosted.service;
-            let metrics = host.metrics().service_on(service.id(), Some("mcp"));
+            let metrics = host.metrics().service_on(service.id(), Via::Mcp);
             for name in service.tool_names() {
                 let Some(descriptor) = registry.descriptors().tool.get(name) else {
                     continue;

@@ -95,4 +95,4 @@ pub use registry::Metrics;
 pub(crate) use registry::MCP_AUTH_REASONS;
 #[cfg(feature = "pulsar")]
 pub(crate) use service::InFlight;
-pub(crate) use service::ServiceMetrics;
+pub(crate) use service::{ServiceMetrics, Via};

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use super::registry::Metrics;
+use super::service::Via;
 
 /// A readiness condition of the application's own (its database answers,
 /// its cache is warm), which `GET /readyz` checks beside tool-service's:
@@ -54,12 +55,12 @@ impl fmt::Debug for ReadinessCheck {
 impl Metrics {
     /// The failing conditions of every transport (`None`) or one
     /// (`Some(None)` is Pulsar).
-    pub(super) fn check(&self, only: Option<Option<&str>>) -> Result<(), String> {
+    pub(super) fn check(&self, only: Option<Via>) -> Result<(), String> {
         let mut failing = String::new();
         if self.draining.load(Ordering::Relaxed) {
             failing.push_str("shutting down\n");
         }
-        let pulsar = only.is_none_or(|transport| transport.is_none());
+        let pulsar = only.is_none_or(|transport| transport == Via::Pulsar);
         if pulsar && self.broker_lost() {
             failing.push_str("broker not connected\n");
         }
@@ -71,7 +72,7 @@ impl Metrics {
         if let Some(Err(reason)) = check.map(|check| (check.0)()) {
             let _ = writeln!(failing, "not ready: {}", reason.trim_end());
         }
-        let mcp = only.is_none_or(|transport| transport == Some("mcp"));
+        let mcp = only.is_none_or(|transport| transport == Via::Mcp);
         if mcp
             && self
                 .mcp_auth
@@ -89,14 +90,13 @@ impl Metrics {
             served += 1;
             if !service.running.load(Ordering::Relaxed) {
                 let _ = match service.transport {
-                    None => writeln!(failing, "not subscribed: {}", service.processor),
-                    Some(transport) => {
-                        writeln!(
-                            failing,
-                            "not served over {transport}: {}",
-                            service.processor
-                        )
-                    }
+                    Via::Pulsar => writeln!(failing, "not subscribed: {}", service.processor),
+                    Via::Mcp => writeln!(
+                        failing,
+                        "not served over {}: {}",
+                        service.transport.name(),
+                        service.processor
+                    ),
                 };
             }
         }
@@ -104,11 +104,7 @@ impl Metrics {
             match only {
                 None => failing.push_str("no service subscribed yet\n"),
                 Some(transport) => {
-                    let _ = writeln!(
-                        failing,
-                        "nothing is served over {}",
-                        transport.unwrap_or("pulsar")
-                    );
+                    let _ = writeln!(failing, "nothing is served over {}", transport.name());
                 }
             }
         }
@@ -181,7 +177,7 @@ mod tests {
         let metrics = Metrics::new();
         metrics.service("joke-service").set_running(true);
         metrics
-            .service_on("joke-service", Some("mcp"))
+            .service_on("joke-service", Via::Mcp)
             .set_running(true);
         metrics.set_broker_connected(false);
         assert!(metrics.readiness_of("mcp").is_ok());

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::app::AppMetrics;
 use super::readiness::ReadinessCheck;
-use super::service::ServiceMetrics;
+use super::service::{ServiceMetrics, Via};
 
 /// The metrics of every service in a process.
 #[derive(Debug, Default)]
@@ -89,16 +89,12 @@ impl Metrics {
     /// The metrics of the service `id` on Pulsar, created on first use.
     #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn service(&self, id: &'static str) -> Arc<ServiceMetrics> {
-        self.service_on(id, None)
+        self.service_on(id, Via::Pulsar)
     }
 
-    /// The metrics of the service `id`'s calls over another transport
-    /// (`Some("mcp")`), labelled `transport="mcp"`; `None` is Pulsar's.
-    pub(crate) fn service_on(
-        &self,
-        id: &'static str,
-        transport: Option<&'static str>,
-    ) -> Arc<ServiceMetrics> {
+    /// The metrics of the service `id`'s calls over `transport` (MCP's
+    /// samples are labelled `transport="mcp"`).
+    pub(crate) fn service_on(&self, id: &'static str, transport: Via) -> Arc<ServiceMetrics> {
         let mut services = self.services.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(found) = services
             .iter()
@@ -223,11 +219,13 @@ impl Metrics {
     /// # Errors
     /// The failing conditions, as text for a probe's body.
     pub fn readiness_of(&self, transport: &str) -> Result<(), String> {
-        let transport = match transport {
-            "pulsar" => None,
-            other => Some(other),
-        };
-        self.check(Some(transport))
+        match [Via::Pulsar, Via::Mcp]
+            .into_iter()
+            .find(|via| via.name() == transport)
+        {
+            Some(via) => self.check(Some(via)),
+            None => Err(format!("nothing is served over {transport}\n")),
+        }
     }
 
     /// Everything, in Prometheus' text exposition format (version 0.0.4).

@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 #[cfg(feature = "mcp")]
 use super::registry::MCP_AUTH_REASONS;
 use super::registry::{Metrics, BROKER_CONNECTED, BROKER_UNKNOWN, MCP_CLOSE_REASONS};
-use super::service::ServiceMetrics;
+use super::service::{ServiceMetrics, Via};
 
 impl Metrics {
     /// What [`Metrics::render`] returns.
@@ -62,7 +62,7 @@ impl Metrics {
             &services,
             |out, name, service| {
                 let running = service.running.load(Ordering::Relaxed)
-                    && !(service.transport.is_none() && self.broker_lost());
+                    && !(service.transport == Via::Pulsar && self.broker_lost());
                 for (state, on) in [("stopped", !running), ("running", running)] {
                     let _ = writeln!(
                         out,

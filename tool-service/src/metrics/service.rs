@@ -13,12 +13,30 @@ const BUCKETS: [f64; 16] = [
     120.0,
 ];
 
+/// The transport a service's calls come over, as its samples are labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// Unlabelled, as TrustGraph's own processors' samples are.
+    Pulsar,
+    /// `transport="mcp"`.
+    Mcp,
+}
+
+impl Via {
+    /// Its name in `/readyz/…` and in the `transport` label.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Pulsar => "pulsar",
+            Self::Mcp => "mcp",
+        }
+    }
+}
+
 /// The metrics of one service.
 #[derive(Debug)]
 pub(crate) struct ServiceMetrics {
     pub(super) processor: &'static str,
-    /// None: Pulsar; else the transport's label.
-    pub(super) transport: Option<&'static str>,
+    pub(super) transport: Via,
     pub(super) ok: AtomicU64,
     pub(super) failed: AtomicU64,
     pub(super) in_flight: AtomicI64,
@@ -30,7 +48,7 @@ pub(crate) struct ServiceMetrics {
 }
 
 impl ServiceMetrics {
-    pub(super) fn new(processor: &'static str, transport: Option<&'static str>) -> Self {
+    pub(super) fn new(processor: &'static str, transport: Via) -> Self {
         Self {
             processor,
             transport,
@@ -49,10 +67,12 @@ impl ServiceMetrics {
     /// Pulsar.
     pub(super) fn labels(&self) -> String {
         match self.transport {
-            None => format!("processor=\"{}\"", self.processor),
-            Some(transport) => {
-                format!("processor=\"{}\",transport=\"{transport}\"", self.processor)
-            }
+            Via::Pulsar => format!("processor=\"{}\"", self.processor),
+            Via::Mcp => format!(
+                "processor=\"{}\",transport=\"{}\"",
+                self.processor,
+                self.transport.name()
+            ),
         }
     }
 
@@ -188,7 +208,7 @@ mod tests {
     #[test]
     fn calls_over_another_transport_are_labelled_with_it() {
         let metrics = Metrics::new();
-        let calls = metrics.service_on("joke-service", Some("mcp"));
+        let calls = metrics.service_on("joke-service", Via::Mcp);
         calls.start().finish(None, Duration::from_millis(1));
         assert!(metrics.render().contains(
             "tg_dynamic_tool_service_invocation_total{processor=\"joke-service\",transport=\"mcp\"} 1\n"

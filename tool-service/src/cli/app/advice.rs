@@ -26,19 +26,26 @@ pub(super) fn with_advice(error: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
+/// What fixes a metrics port that cannot be bound.
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+const METRICS_PORT_ADVICE: &str =
+    "; pick another port with --metrics-port or turn metrics off with --no-metrics";
+
 /// The flags that fix `error`, with the punctuation that joins them to
 /// its message.
-#[cfg_attr(not(feature = "pulsar"), allow(unused_variables))]
+#[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(unused_variables))]
 fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    #[cfg(any(feature = "pulsar", feature = "mcp"))]
+    if let Some(crate::host::RunError::Metrics { .. }) = error.downcast_ref() {
+        return Some(String::from(METRICS_PORT_ADVICE));
+    }
     #[cfg(feature = "pulsar")]
     {
         use crate::pulsar::announce::AnnounceError;
         use crate::pulsar::serve::ServeError;
         if let Some(error) = error.downcast_ref::<ServeError>() {
             return match error {
-                ServeError::Metrics { .. } => Some(String::from(
-                    "; pick another port with --metrics-port or turn metrics off with --no-metrics",
-                )),
+                ServeError::Metrics { .. } => Some(String::from(METRICS_PORT_ADVICE)),
                 // Its source is boxed: the chain's next error is the box,
                 // which no downcast to `ConnectError` sees.
                 ServeError::Connect { source, .. } => {
@@ -60,12 +67,26 @@ fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
-// Every advice is for a library error of the `pulsar` side.
-#[cfg(all(test, feature = "pulsar"))]
+#[cfg(all(test, any(feature = "pulsar", feature = "mcp")))]
 mod tests {
     use super::*;
     use crate::cli::BoxError;
 
+    #[test]
+    fn a_metrics_port_that_is_taken_names_the_flags_on_every_command() {
+        // `mcp`, and `serve --mcp-listen`, run their transports on a host.
+        let taken: BoxError = Box::new(crate::host::RunError::Metrics {
+            address: "0.0.0.0:8000".parse().unwrap(),
+            source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        });
+        assert_eq!(
+            with_advice(&*taken),
+            "cannot serve metrics on 0.0.0.0:8000: address in use; pick another port with \
+             --metrics-port or turn metrics off with --no-metrics"
+        );
+    }
+
+    #[cfg(feature = "pulsar")]
     #[test]
     fn the_command_line_adds_the_flags_that_fix_a_library_error() {
         use crate::pulsar::announce::AnnounceError;
