@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use syn::{Lit, LitFloat, Type};
 
 use crate::ctxt::{code_list, did_you_mean, Errors};
-use crate::model::{first_type_argument, is_named};
+use crate::model::shape::{first_type_argument, is_named};
 
 /// The keys `#[arg(…)]` takes.
 const KEYS: [&str; 3] = ["range", "length", "default"];

@@ -37,6 +37,16 @@ impl Errors {
             None => Ok(()),
         }
     }
+
+    /// The messages recorded, in order: what the checks' unit tests assert.
+    #[cfg(test)]
+    pub(crate) fn messages(self) -> Vec<String> {
+        self.combined
+            .into_iter()
+            .flatten()
+            .map(|error| error.to_string())
+            .collect()
+    }
 }
 
 /// Names as an error message lists them: "`topic`, `id`, `tool`".

@@ -8,7 +8,8 @@ use syn::{FnArg, Ident, ItemFn};
 
 use crate::attr::{self, ConfigLit};
 use crate::ctxt::Errors;
-use crate::model::{self, Output, Service, Side, Slot, StateParam, ARG_ATTR, ROLE_ATTRS};
+use crate::model::params::{misspelt_role, ARG_ATTR, ROLE_ATTRS};
+use crate::model::{self, Output, Service, Side, Slot, StateParam};
 
 /// Expands `#[tool_service(attr)] item`.
 pub(crate) fn tool_service(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -48,7 +49,7 @@ fn strip_role_attrs(function: &mut ItemFn) {
             pat_type.attrs.retain(|attr| {
                 !ROLE_ATTRS.iter().any(|name| attr.path().is_ident(name))
                     && !attr.path().is_ident(ARG_ATTR)
-                    && model::misspelt_role(attr).is_none()
+                    && misspelt_role(attr).is_none()
             });
         }
     }
