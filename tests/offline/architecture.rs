@@ -29,7 +29,7 @@ const LAYERS: &[&[&str]] = &[
     // decoding applies).
     &["schema"],
     // What generated code registers, and typed decoding.
-    &["decode", "spec"],
+    &["decode", "service"],
     // What generated code calls: a handler's typed invocation, and the
     // compile-time probes of the user's types.
     &["invoke", "probe"],

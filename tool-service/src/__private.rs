@@ -4,7 +4,7 @@
 //! module, by absolute path, so users need no other dependency. It only
 //! re-exports: the code lives in the modules of its job (`invoke`: a
 //! handler's typed invocation; `probe`: the compile-time checks of the
-//! user's types; `spec`: what is registered).
+//! user's types; `service`: what is registered).
 
 pub use ::inventory;
 pub use ::schemars;
@@ -22,6 +22,6 @@ pub use crate::probe::{
     ViaDeserializeOnly, ViaJsonSchemaOnly, ViaNeither,
 };
 pub use crate::response::{response_text, text_of};
-pub use crate::spec::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
+pub use crate::service::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
 pub use crate::state::{State, StateNeed};
 pub use crate::stream::Chunks;

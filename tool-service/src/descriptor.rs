@@ -8,7 +8,7 @@ use crate::schema::{prose, Model};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::spec::{Service, ServiceSpec, ToolSpec};
+use crate::service::{Service, ServiceSpec, ToolSpec};
 
 /// The fields of a `tool` item; a config param may not use these names.
 const TOOL_FIELDS: [&str; 8] = [

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use crate::spec::{HandlerFuture, Invocation, Service};
+use crate::service::{HandlerFuture, Invocation, Service};
 use crate::state::State;
 use crate::stream::Chunks;
 use crate::wire::{Frame, Request};

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
 use crate::error::ToolError;
 use crate::schema::rules::Rules;
-use crate::spec::{HandlerFuture, Invocation};
+use crate::service::{HandlerFuture, Invocation};
 use crate::state::State;
 use crate::stream::Chunks;
 

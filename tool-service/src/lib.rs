@@ -121,7 +121,7 @@ mod schema;
 
 // What generated code registers, and typed decoding of requests.
 mod decode;
-mod spec;
+mod service;
 
 // What generated code calls: a handler's typed invocation, and the
 // compile-time probes of the user's types.
@@ -177,7 +177,7 @@ pub use registry::{
     MissingServices, MissingState, Problem, Registry, RegistryError, SelectError, UnknownName,
 };
 pub use response::response_text;
-pub use spec::Service;
+pub use service::Service;
 pub use state::State;
 pub use stream::{Chunks, Collected, StreamClosed};
 #[doc = include_str!("../docs/attribute.md")]

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::descriptor::{self, ConfigTree, ToolDescriptor, ToolServiceDescriptor};
 use crate::dispatch;
-use crate::spec::{Service, ServiceSpec};
+use crate::service::{Service, ServiceSpec};
 use crate::state::State;
 use crate::wire::{Frame, Request};
 
@@ -536,7 +536,7 @@ fn find_duplicates(services: &[Service], problems: &mut Vec<Problem>) {
 mod tests {
     use super::*;
     use crate::invoke::{self, NoArguments, NoConfig, ServiceTypes};
-    use crate::spec::{HandlerFuture, Invocation, ToolSpec};
+    use crate::service::{HandlerFuture, Invocation, ToolSpec};
 
     struct Empty;
 

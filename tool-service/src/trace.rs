@@ -10,7 +10,7 @@
 use std::future::Future;
 
 use crate::log_text::Untrusted;
-use crate::spec::Service;
+use crate::service::Service;
 
 /// A request's span: the span of its logs and, when the request is sampled,
 /// its OpenTelemetry span. Of a request that is not sampled, also the

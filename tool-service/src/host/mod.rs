@@ -113,7 +113,7 @@ use crate::error::ToolError;
 use crate::metrics::Metrics;
 use crate::rate::Rate;
 use crate::registry::{Registry, SelectError};
-use crate::spec::Service;
+use crate::service::Service;
 
 /// Requests a service handles at once unless its attribute or `--concurrency`
 /// says otherwise.

@@ -87,7 +87,7 @@ use crate::host::{Host, HostOptions, OverBudget};
 use crate::log_text::Untrusted;
 use crate::metrics::{ServiceMetrics, Via};
 use crate::wire::{Frame, Request};
-use crate::{registry::Registry, spec::Service};
+use crate::{registry::Registry, service::Service};
 
 /// The text a tool that returned nothing answers with: MCP clients such as
 /// TrustGraph's fail on an empty text.

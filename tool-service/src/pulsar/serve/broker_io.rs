@@ -13,7 +13,7 @@ use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::producer::{Producer, SendFuture};
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 
-use crate::spec::Service;
+use crate::service::Service;
 use crate::trace::Headers;
 
 /// A service's request subscription.

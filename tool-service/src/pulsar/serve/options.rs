@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::host::HostOptions;
 use crate::pulsar::broker::BrokerOptions;
-use crate::spec::Service;
+use crate::service::Service;
 
 /// How many requests the broker may push to a replica ahead of its handlers
 /// (Pulsar's own default receiver queue size; larger when the concurrency

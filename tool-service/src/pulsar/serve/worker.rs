@@ -32,7 +32,7 @@ use crate::metrics::ServiceMetrics;
 use crate::pulsar::backoff::Backoff;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
-use crate::{error::ToolError, spec::Service, state::State};
+use crate::{error::ToolError, service::Service, state::State};
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 const UNKNOWN_ID: &str = "unknown";
