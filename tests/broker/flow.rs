@@ -309,7 +309,7 @@ async fn serve_exits_1_when_the_grace_period_abandons_a_request() {
     call.abort();
     assert_eq!(status.code(), Some(1), "{}", lines.join("\n"));
     for expected in [
-        "grace period over: abandoning requests still running",
+        "grace period over: abandoning calls still running",
         "1 requests were still running when the grace period ended",
     ] {
         assert!(
