@@ -12,7 +12,9 @@
 //! cannot be published takes one path, [`Worker::failed`].
 //!
 //! The worker reaches the broker through [`Requests`] and [`Responses`]
-//! only: over Pulsar in production, in memory in its unit tests.
+//! only: over Pulsar in production, in memory in its unit tests. Its
+//! publishing half (answers out, receipts in, the send-failed path) is
+//! [`publish`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,10 +24,10 @@ use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{AcquireError, Mutex, OwnedSemaphorePermit};
 
 use super::broker_io::{PulsarRequests, PulsarResponses, Requests, Responses};
-use super::busy::{Answer, Busy, Done, Sent, Settled, RETURN_DELAY};
+use super::busy::{Answer, Busy, Done, Sent, Settled};
 use super::gate::Gate;
 use super::{ServeError, ServiceReport};
-use crate::dispatch::{self, FrameSink};
+use crate::dispatch;
 use crate::host::{Admitted, Budget, Call, Held, Host, OverBudget, Permit};
 use crate::log_text::Untrusted;
 use crate::metrics::ServiceMetrics;
@@ -33,6 +35,7 @@ use crate::pulsar::backoff::Backoff;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
 use crate::{error::ToolError, service::Service, state::State};
+use publish::{stream, Output};
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 const UNKNOWN_ID: &str = "unknown";
@@ -53,36 +56,6 @@ pub(super) struct WorkerOptions {
 
 /// A request as the worker keeps it: held against the byte budget.
 type Msg<R> = Held<<R as Requests>::Message>;
-
-/// Where a service's responses go out. One per service, so the size of the
-/// owned publisher costs nothing, and the hot path needs no indirection.
-enum Output<P> {
-    /// Non-streaming services: only the loop sends.
-    Owned(P),
-    /// Streaming services: each request's task sends its chunks too.
-    Shared(Arc<Mutex<P>>),
-}
-
-impl<P: Responses> Output<P> {
-    async fn send(
-        &mut self,
-        id: &str,
-        frame: Vec<u8>,
-        trace: trace::Headers,
-    ) -> Result<P::Receipt, P::Error> {
-        match self {
-            Self::Owned(responses) => responses.send(id, frame, trace).await,
-            Self::Shared(responses) => responses.lock().await.send(id, frame, trace).await,
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), P::Error> {
-        match self {
-            Self::Owned(responses) => responses.close().await,
-            Self::Shared(responses) => responses.lock().await.close().await,
-        }
-    }
-}
 
 /// What the loop waits for next. Made and taken at once, never stored:
 /// its size does not matter.
@@ -623,112 +596,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         }
     }
 
-    /// Publishes an answer (`notice`: the `send-failed` notice that replaced
-    /// one) and keeps its receipt. A send that fails at once is handled as
-    /// a failed receipt.
-    async fn send(&mut self, mut answer: Answer<Msg<R>>, mut notice: bool) {
-        loop {
-            let publish = trace::Send::response(&answer.span, &self.topics);
-            let frame = answer.frame.encode();
-            let id = id_of::<R>(&answer.message);
-            match self.output.send(id, frame, publish.headers()).await {
-                Ok(receipt) => {
-                    let sent = Sent {
-                        answer,
-                        notice,
-                        publish,
-                    };
-                    return self.busy.await_receipt(sent, receipt);
-                }
-                Err(error) => match self.failed(
-                    Sent {
-                        answer,
-                        notice,
-                        publish,
-                    },
-                    &error,
-                ) {
-                    Some(replacement) => (answer, notice) = (replacement, true),
-                    None => return,
-                },
-            }
-        }
-    }
-
-    /// The broker has an answer.
-    async fn confirmed(&mut self, sent: Sent<Msg<R>>) {
-        let Sent {
-            answer,
-            notice,
-            publish,
-        } = sent;
-        // The frame's span ends with its receipt; the request's after it.
-        let sampled = publish.end();
-        let Answer {
-            message,
-            frame,
-            call,
-            span,
-            refusing: _refusing,
-        } = answer;
-        match (notice, call) {
-            (false, Some(call)) => {
-                if frame
-                    .error
-                    .as_ref()
-                    .is_some_and(|error| error.kind() == ToolError::RESPONSE_TOO_LARGE)
-                {
-                    self.metrics.oversized();
-                }
-                call.finish(&span, frame.error.as_ref());
-            }
-            // A refusal (its span marked when it was refused), or the
-            // send-failed notice that replaced an answer (counted then).
-            _ => {
-                if let Some(error) = &frame.error {
-                    trace::failed(&span, error.kind());
-                }
-            }
-        }
-        if sampled {
-            trace::finished(&span);
-        }
-        self.report.answered += 1;
-        self.ack(&message).await;
-    }
-
-    /// The one path of a frame that could not be published: logs it, and
-    /// returns the `send-failed` error frame to end the response with, so
-    /// that the caller is not left waiting (the request is then
-    /// acknowledged: answered). When that notice is what failed, the broker
-    /// is unreachable for now, and the request is returned to it after
-    /// [`RETURN_DELAY`] (redelivered on a persistent topic).
-    fn failed(&mut self, sent: Sent<Msg<R>>, error: &P::Error) -> Option<Answer<Msg<R>>> {
-        let cause = P::describe(error);
-        let Sent {
-            mut answer,
-            notice,
-            publish,
-        } = sent;
-        publish.failed(ToolError::SEND_FAILED);
-        if notice {
-            answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause"));
-            self.busy.give_back(answer.message, answer.call);
-            return None;
-        }
-        self.metrics.send_failed();
-        let hint = operator_hint(&cause);
-        answer.span.in_scope(|| {
-            if hint.is_empty() {
-                tracing::error!(cause = %Untrusted::text(&cause), "cannot send the response")
-            } else {
-                tracing::error!(cause = %Untrusted::text(&cause), hint, "cannot send the response")
-            }
-        });
-        answer.frame = send_failed_notice(&cause);
-        Some(answer)
-    }
-
     async fn ack(&mut self, message: &R::Message) {
         if let Err(error) = self.requests.ack(message).await {
             tracing::warn!(service = self.service.id(), %error, "cannot acknowledge a request");
@@ -739,72 +606,6 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         if let Err(error) = self.requests.nack(message).await {
             tracing::warn!(service = self.service.id(), %error, "cannot negatively acknowledge a request");
         }
-    }
-}
-
-/// Serves a streaming request: its chunks go out through the shared
-/// publisher as they come, each confirmed before the next; the frame that
-/// ends the answer goes back to the loop in `answer`.
-async fn stream<R: Requests, P: Responses>(
-    service: Service,
-    state: State,
-    limits: dispatch::Limits,
-    responses: Arc<Mutex<P>>,
-    topics: Arc<Topics>,
-    mut answer: Answer<Msg<R>>,
-) -> Done<Msg<R>, P::Error> {
-    let mut sink = ChunkSink {
-        responses: &responses,
-        request: &answer.span,
-        topics: &topics,
-        last: None,
-    };
-    let request = Request::decode(R::payload(&answer.message));
-    let id = id_of::<R>(&answer.message);
-    match dispatch::dispatch_request(service, &state, id, request, limits, &mut sink).await {
-        Ok(_) => {
-            answer.frame = sink
-                .last
-                .expect("every response ends with a frame marked end_of_stream");
-            Done::Answer(answer)
-        }
-        Err(error) => Done::Unsent(answer, error),
-    }
-}
-
-/// Publishes a streaming answer's chunks and keeps its last frame.
-struct ChunkSink<'a, P> {
-    responses: &'a Mutex<P>,
-    /// The request's span, and what its frames' spans are called.
-    request: &'a trace::RequestSpan,
-    topics: &'a Topics,
-    last: Option<Frame>,
-}
-
-impl<P: Responses> FrameSink for ChunkSink<'_, P> {
-    type Error = P::Error;
-
-    async fn send(&mut self, id: &str, frame: Frame) -> Result<(), Self::Error> {
-        if frame.end_of_stream {
-            self.last = Some(frame);
-            return Ok(());
-        }
-        let publish = trace::Send::response(self.request, self.topics);
-        let frame = frame.encode();
-        let sent = async {
-            let receipt = self
-                .responses
-                .lock()
-                .await
-                .send(id, frame, publish.headers())
-                .await?;
-            receipt.await
-        };
-        let sent = sent.await;
-        if sent.is_err() {
-            publish.failed(ToolError::SEND_FAILED);
-        }
-        sent
     }
 }
 
@@ -832,26 +633,6 @@ fn answerable(id: &str, limits: dispatch::Limits) -> bool {
         .is_none_or(|max| id.len() + crate::wire::MESSAGE_OVERHEAD + ERROR_FRAME <= max)
 }
 
-/// The error frame that ends a response whose frame could not be
-/// published, for the caller: what went wrong. What the operator may change
-/// goes to the log ([`operator_hint`]).
-fn send_failed_notice(cause: &str) -> Frame {
-    Frame::last(Err(ToolError::with_type(
-        ToolError::SEND_FAILED,
-        format!("the tool's response could not be published: {cause}"),
-    )))
-}
-
-/// What the operator may change when a response could not be published
-/// for `cause`; empty when there is nothing to say.
-fn operator_hint(cause: &str) -> &'static str {
-    if cause.contains("maximum message size") {
-        "if a topic policy sets a lower maxMessageSize than the broker, give serve that limit (ServeOptions::max_message_size, serve --max-message-size)"
-    } else {
-        ""
-    }
-}
-
 /// The permit `waiting` waits for; pending while there is none.
 async fn wait_for(waiting: &mut Option<Permit>) -> Result<OwnedSemaphorePermit, AcquireError> {
     match waiting {
@@ -876,5 +657,6 @@ fn log_payload(payload: &[u8]) {
     }
 }
 
+mod publish;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use std::sync::Mutex as StdMutex;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::time::Instant as VirtualInstant;
 
+use super::super::busy::RETURN_DELAY;
 use super::*;
 use crate::{registry::Registry, stream::Chunks, stream::StreamClosed};
 
