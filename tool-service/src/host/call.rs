@@ -4,13 +4,11 @@
 //!
 //! The order of admission, and why, is the [module's](super#admission).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{shutting_down, Host, Hosted, Inner};
 use crate::error::ToolError;
@@ -25,6 +23,7 @@ pub(crate) enum OverBudget {
     Refuse,
     /// Nothing here: the transport takes no more until there is room (a
     /// persistent Pulsar topic).
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     HeldBack,
 }
 
@@ -53,8 +52,13 @@ pub(crate) struct Refusing {
 }
 
 /// A permit of a service, on its way.
-pub(crate) type Permit =
-    Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
+#[cfg(feature = "pulsar")]
+pub(crate) type Permit = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<OwnedSemaphorePermit, tokio::sync::AcquireError>>
+            + Send,
+    >,
+>;
 
 /// One call counted in the host's in-flight total while this lives.
 struct Counted(Arc<Inner>);
@@ -122,6 +126,7 @@ impl Admitted {
 
     /// Step 4, waiting: the call once a permit is free, or the drain's
     /// refusal if `host` begins to drain first.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) async fn start(
         self,
         host: &Host,
@@ -143,6 +148,7 @@ impl Admitted {
 
     /// A wait for a permit of this call's service, to poll where a
     /// transport waits for several things at once.
+    #[cfg(feature = "pulsar")]
     pub(crate) fn permit(&self) -> Permit {
         Box::pin(Arc::clone(&self.permits).acquire_owned())
     }

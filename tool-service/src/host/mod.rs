@@ -105,7 +105,9 @@ pub(crate) use budget::Held;
 pub use budget::DEFAULT_MEMORY_BUDGET;
 #[cfg(feature = "pulsar")]
 pub(crate) use call::Permit;
-pub(crate) use call::{refused, Admitted, Call, OverBudget, Refusing};
+pub(crate) use call::{refused, OverBudget};
+#[cfg(feature = "pulsar")]
+pub(crate) use call::{Admitted, Call, Refusing};
 pub(crate) use limiter::RateLimiter;
 pub use serve::{RunError, Sealed, Served, Transport, TransportError, TransportRun, Transports};
 

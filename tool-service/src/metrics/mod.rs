@@ -93,6 +93,7 @@ pub use readiness::ReadinessCheck;
 pub use registry::Metrics;
 #[cfg(feature = "mcp")]
 pub(crate) use registry::MCP_AUTH_REASONS;
-#[cfg(feature = "pulsar")]
 pub(crate) use service::InFlight;
-pub(crate) use service::{ServiceMetrics, Via};
+pub(crate) use service::ServiceMetrics;
+#[cfg(feature = "mcp")]
+pub(crate) use service::Via;
