@@ -26,8 +26,21 @@ static MOST_AT_ONCE: AtomicUsize = AtomicUsize::new(0);
 async fn it_one_host_single(ms: u64) -> String {
     let now = IN_HANDLER.fetch_add(1, Ordering::SeqCst) + 1;
     MOST_AT_ONCE.fetch_max(now, Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
+    let answer = wait(ms).await;
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+    answer
+}
+
+/// Waits `ms`, counted in `running` meanwhile.
+async fn wait_counted(running: &AtomicUsize, ms: u64) -> String {
+    running.fetch_add(1, Ordering::SeqCst);
+    let answer = wait(ms).await;
+    running.fetch_sub(1, Ordering::SeqCst);
+    answer
+}
+
+async fn wait(ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
     format!("waited {ms} ms")
 }
 
@@ -40,10 +53,7 @@ static SLOW_RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// * `ms` - How long to wait.
 #[tool_service(topic = "it-one-host-slow")]
 async fn it_one_host_slow(ms: u64) -> String {
-    SLOW_RUNNING.fetch_add(1, Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-    SLOW_RUNNING.fetch_sub(1, Ordering::SeqCst);
-    format!("waited {ms} ms")
+    wait_counted(&SLOW_RUNNING, ms).await
 }
 
 /// Calls in the handler of `it-one-host-stuck` now.
@@ -56,10 +66,7 @@ static STUCK_RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// * `ms` - How long to wait.
 #[tool_service(topic = "it-one-host-stuck")]
 async fn it_one_host_stuck(ms: u64) -> String {
-    STUCK_RUNNING.fetch_add(1, Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-    STUCK_RUNNING.fetch_sub(1, Ordering::SeqCst);
-    format!("waited {ms} ms")
+    wait_counted(&STUCK_RUNNING, ms).await
 }
 
 /// One HTTP/1.1 request on a connection of its own: the JSON-RPC answer.
