@@ -97,8 +97,8 @@
 
 extern crate self as tool_service;
 
-// The modules in layers, lowest first: each uses only modules of layers
-// above it in this list (tests/offline/architecture.rs checks it).
+// The modules, grouped by what they do. Which may use which is
+// tests/offline/architecture.rs's layer list, and only there.
 //
 // Leaves.
 mod duration;

@@ -7,9 +7,6 @@
 //!   its response topic.
 //! * [`announce`] — writing the descriptors into TrustGraph's config.
 //! * [`client`] — calling a tool service over the broker.
-//!
-//! The modules in layers, lowest first, like the crate's
-//! (tests/offline/architecture.rs checks them).
 
 // Leaves: retrying, and what the `pulsar` crate does not (yet) do.
 mod backoff;
