@@ -23,10 +23,29 @@ pub(crate) struct ArgBounds {
     /// `length(min = …, max = …)`: a text's characters or a list's items.
     pub(crate) length: Option<(Option<u64>, Option<u64>)>,
     /// `default = …`: the value taken when the argument is left out.
-    pub(crate) default: Option<Lit>,
+    pub(crate) default: Option<ArgDefault>,
     /// Where `range` is written, for errors about it as a whole.
     range_span: Option<Span>,
 }
+
+/// A default as written: a literal, or `[]` for a list.
+pub(crate) enum ArgDefault {
+    Lit(Lit),
+    /// `[]`: an empty `Vec`.
+    EmptyList(syn::ExprArray),
+}
+
+impl quote::ToTokens for ArgDefault {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match self {
+            Self::Lit(lit) => lit.to_tokens(tokens),
+            Self::EmptyList(list) => list.to_tokens(tokens),
+        }
+    }
+}
+
+/// What a default may be, for the errors that refuse one.
+const DEFAULTS: &str = "a default is a literal of the argument's type (a number, a text in quotes, `true` or `false`), or `[]` for a `Vec`";
 
 impl ArgBounds {
     pub(crate) fn is_empty(&self) -> bool {
@@ -54,7 +73,10 @@ impl ArgBounds {
 
     /// The default as an expression of the parameter's type `ty`.
     pub(crate) fn default_value(&self, ty: &Type) -> Option<TokenStream> {
-        let default = self.default.as_ref()?;
+        let default = match self.default.as_ref()? {
+            ArgDefault::Lit(lit) => lit,
+            ArgDefault::EmptyList(_) => return Some(quote!(::std::vec::Vec::new())),
+        };
         Some(match (default, kind_of(ty)) {
             (Lit::Str(text), _) => quote!(::std::string::String::from(#text)),
             (Lit::Int(int), Some(Kind::Float)) => {
@@ -158,7 +180,21 @@ pub(crate) fn parse(attrs: &[syn::Attribute], ty: &Type, errors: &mut Errors) ->
                 }
                 "default" => {
                     let value = meta.value()?;
-                    bounds.default = Some(value.parse()?);
+                    if value.peek(syn::token::Bracket) {
+                        let list: syn::ExprArray = value.parse()?;
+                        if !list.elems.is_empty() {
+                            errors.spanned(
+                                &list,
+                                "a `Vec` argument's default is the empty list `[]`; to start with items, take the argument as it is and add them in the handler",
+                            );
+                        }
+                        bounds.default = Some(ArgDefault::EmptyList(list));
+                    } else if value.peek(Lit) {
+                        bounds.default = Some(ArgDefault::Lit(value.parse()?));
+                    } else {
+                        let written: syn::Expr = value.parse()?;
+                        errors.spanned(&written, DEFAULTS);
+                    }
                 }
                 _ => {
                     errors.spanned(
@@ -309,24 +345,40 @@ fn check(bounds: &ArgBounds, ty: &Type, errors: &mut Errors) {
     let Some(default) = &bounds.default else {
         return;
     };
-    let fits_kind = match (kind, default) {
-        (Some(Kind::Integer(..)), Lit::Int(_)) => true,
-        (Some(Kind::Float), Lit::Int(_) | Lit::Float(_)) => true,
-        (Some(Kind::Text), Lit::Str(_)) => true,
-        (Some(Kind::Boolean), Lit::Bool(_)) => true,
+    let lit = match (kind, default) {
+        (Some(Kind::List), ArgDefault::EmptyList(_)) => return,
+        (Some(Kind::List), ArgDefault::Lit(_)) => {
+            errors.spanned(default, "a `Vec` argument's default is the empty list `[]`");
+            return;
+        }
         (None, _) if optional.is_none() => {
             errors.spanned(
                 default,
-                format_args!("a default is a literal of a number, `String` or `bool` argument, and `{name}` is none of these"),
+                format_args!("{DEFAULTS}; `{name}` is none of these types"),
             );
             return;
         }
-        _ => false,
+        (_, ArgDefault::EmptyList(_)) => {
+            errors.spanned(
+                default,
+                format_args!("`[]` is the default of a `Vec`, and `{name}` is not one"),
+            );
+            return;
+        }
+        (_, ArgDefault::Lit(lit)) => lit,
     };
+    let fits_kind = matches!(
+        (kind, lit),
+        (Some(Kind::Integer(..)), Lit::Int(_))
+            | (Some(Kind::Float), Lit::Int(_) | Lit::Float(_))
+            | (Some(Kind::Text), Lit::Str(_))
+            | (Some(Kind::Boolean), Lit::Bool(_))
+    );
     if !fits_kind {
         errors.spanned(default, format_args!("this default is not a `{name}`"));
         return;
     }
+    let default = lit;
     if let (Some(Kind::Integer(low, high)), Lit::Int(int)) = (kind, default) {
         if !fits_integer(int, (low, high), &name, errors) {
             return;
