@@ -1,5 +1,5 @@
-//! `list`: the services, their queues and subscription, and their tools,
-//! for people.
+//! `list`: the services, their queues and subscription, their policy
+//! (concurrency, timeout, rate limit) and their tools, for people.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::CliResult;
 use crate::registry::Registry;
 
-/// Prints each service with its queues, subscription and tools.
+/// Prints each service with its queues, subscription, policy and tools.
 pub(super) fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
     for service in registry.services() {
         writeln!(out, "{}", service.id())?;
@@ -17,9 +17,26 @@ pub(super) fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
         if service.is_streaming() {
             writeln!(out, "  streaming")?;
         }
+        #[cfg(any(feature = "pulsar", feature = "mcp"))]
+        writeln!(out, "  policy    {}", policy(*service))?;
         for name in service.tool_names() {
             writeln!(out, "  tool      {name}")?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A service's policy as served with no flags: its attribute's, else the
+/// defaults (`--concurrency`, `--timeout` and `--rate` change it).
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+fn policy(service: crate::service::Service) -> String {
+    let options = crate::host::HostOptions::default();
+    let rate = options
+        .rate_of(service)
+        .map_or_else(|| String::from("none"), |rate| rate.to_string());
+    format!(
+        "concurrency {}, timeout {}, rate {rate}",
+        options.concurrency_of(service),
+        crate::duration::format(options.timeout_of(service)),
+    )
 }

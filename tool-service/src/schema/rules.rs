@@ -578,8 +578,12 @@ fn described(value: &Value) -> String {
         Value::Number(number) => number.to_string(),
         Value::String(text) => {
             let shown: String = text.chars().take(QUOTED).collect();
-            let cut = if shown.len() < text.len() { "…" } else { "" };
-            format!("the text {:?}", format!("{shown}{cut}"))
+            if shown.len() == text.len() {
+                return format!("the text {shown:?}");
+            }
+            // Cut: its length, so that a model can tell how much to cut.
+            let length = text.chars().count();
+            format!("a text of {length} characters, {:?}", format!("{shown}…"))
         }
         Value::Array(values) => match values.len() {
             1 => String::from("a list of 1 item"),
@@ -798,8 +802,23 @@ mod tests {
             .unwrap()
             .message();
         assert!(
-            message.ends_with(&format!("got the text \"{}…\"", "x".repeat(40))),
+            message.ends_with(&format!(
+                "got a text of 100 characters, \"{}…\"",
+                "x".repeat(40)
+            )),
             "{message}"
+        );
+        // Characters, not bytes.
+        let message = rules
+            .diagnose(&json!({"query": "é".repeat(81)}))
+            .unwrap()
+            .message();
+        assert_eq!(
+            message,
+            format!(
+                "`query` must be a text of 1 to 80 characters; got a text of 81 characters, \"{}…\"",
+                "é".repeat(40)
+            )
         );
     }
 
