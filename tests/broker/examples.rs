@@ -465,3 +465,57 @@ async fn the_tickets_handler_knows_its_caller_over_pulsar() {
     let (status, _) = replica.finish();
     assert!(status.success());
 }
+
+/// `call --pulsar URL` sends the request to the service running on the
+/// broker, as TrustGraph's agent would, and prints its frames as the
+/// in-process `call` does.
+#[test]
+fn call_over_pulsar_reaches_the_running_service_and_prints_its_frames() {
+    let _suite = support::suite(module_path!());
+    let replica = support::Replica::start("tickets", &["--metrics-port", "0"]);
+    let url = support::require_broker();
+    let call = |user: &str| {
+        run(
+            "tickets",
+            &[
+                "call",
+                "--pulsar",
+                &url,
+                "close-ticket",
+                "--args",
+                r#"{"id": 3}"#,
+                "--user",
+                user,
+            ],
+        )
+    };
+    let closed = call("alice");
+    assert!(closed.status.success(), "{closed:?}");
+    let frame: Value = serde_json::from_slice(&closed.stdout).unwrap();
+    assert_eq!(frame["id"], "call");
+    assert_eq!(frame["response"], "Closed ticket #3: Order more coffee");
+    assert_eq!(frame["end_of_stream"], true);
+    // An error frame: printed, and the exit code says so.
+    let refused = call("bob");
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let frame: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(
+        frame["error"]["message"],
+        "ticket #3 belongs to alice: only its owner or an admin may close it"
+    );
+    // The same request in-process prints the same frame.
+    let local = run(
+        "tickets",
+        &[
+            "call",
+            "close-ticket",
+            "--args",
+            r#"{"id": 3}"#,
+            "--user",
+            "bob",
+        ],
+    );
+    assert_eq!(local.stdout, refused.stdout);
+    let (status, lines) = replica.finish();
+    assert!(status.success(), "{}", lines.join("\n"));
+}

@@ -346,6 +346,37 @@ impl Registry {
         &self.tree
     }
 
+    /// The service `name` names (a tool or a service id), with a tool's
+    /// preset config merged under `request`'s own config values, as
+    /// TrustGraph's agent sends it.
+    ///
+    /// # Errors
+    /// [`UnknownName`] when no tool or service has that name.
+    pub(crate) fn resolve(
+        &self,
+        name: &str,
+        request: &mut Request,
+    ) -> Result<Service, UnknownName> {
+        if let Some((service, tool)) = self.tool(name) {
+            let mut merged = tool.config.clone();
+            if let Ok(serde_json::Value::Object(overrides)) = serde_json::from_str(&request.config)
+            {
+                merged.extend(overrides);
+                request.config = serde_json::Value::Object(merged).to_string();
+            }
+            return Ok(service);
+        }
+        if let Some(service) = self.service(name) {
+            return Ok(service);
+        }
+        let mut known: Vec<String> = self.tree.tool.keys().cloned().collect();
+        known.extend(self.services.iter().map(|service| service.id().to_owned()));
+        Err(UnknownName {
+            name: name.to_owned(),
+            known,
+        })
+    }
+
     /// Calls a tool or a service in-process, through the same decode →
     /// handler → encode path as requests from the broker, and returns the
     /// response frames.
@@ -387,24 +418,7 @@ impl Registry {
         id: &str,
         mut request: Request,
     ) -> Result<Vec<Frame>, UnknownName> {
-        let service = if let Some((service, tool)) = self.tool(name) {
-            let mut merged = tool.config.clone();
-            if let Ok(serde_json::Value::Object(overrides)) = serde_json::from_str(&request.config)
-            {
-                merged.extend(overrides);
-                request.config = serde_json::Value::Object(merged).to_string();
-            }
-            service
-        } else if let Some(service) = self.service(name) {
-            service
-        } else {
-            let mut known: Vec<String> = self.tree.tool.keys().cloned().collect();
-            known.extend(self.services.iter().map(|service| service.id().to_owned()));
-            return Err(UnknownName {
-                name: name.to_owned(),
-                known,
-            });
-        };
+        let service = self.resolve(name, &mut request)?;
         let mut frames = Vec::new();
         // The service's own timeout applies, as in `serve`, and so does the
         // default broker's maximum message size.

@@ -1,5 +1,6 @@
 //! `call`: one request run in-process, through the same decode → handler →
-//! encode path the transports use, its frames printed as JSON lines.
+//! encode path the transports use, its frames printed as JSON lines; with
+//! `--pulsar`, the same request sent to a service running on a broker.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,6 +19,26 @@ pub(super) struct CallArgs {
     pub(super) config: Option<String>,
     pub(super) user: Option<String>,
     pub(super) id: String,
+    #[cfg(feature = "pulsar")]
+    pub(super) pulsar: OverPulsar,
+}
+
+/// `call`'s flags that send the request over a broker instead.
+#[cfg(feature = "pulsar")]
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct OverPulsar {
+    /// Send the request to the service running on the broker at this URL
+    /// (e.g. pulsar://127.0.0.1:6650) instead of running it in-process;
+    /// the answer is waited for as long as the service's timeout.
+    #[arg(long = "pulsar", value_name = "URL")]
+    url: Option<String>,
+    /// With --pulsar: a file holding the Pulsar token.
+    #[arg(long = "pulsar-api-key-file", value_name = "FILE", requires = "url")]
+    api_key_file: Option<std::path::PathBuf>,
+    /// With --pulsar: a PEM file with the CA that signed the broker's
+    /// certificate (pulsar+ssl://).
+    #[arg(long = "pulsar-tls-ca-file", value_name = "FILE", requires = "url")]
+    tls_ca_file: Option<std::path::PathBuf>,
 }
 
 /// Runs the request and prints its frames; fails when the last is an error.
@@ -28,12 +49,20 @@ pub(super) async fn call(registry: &Registry, args: CallArgs, out: &mut dyn Writ
         config,
         user,
         id,
+        #[cfg(feature = "pulsar")]
+        pulsar,
     } = args;
     let request = Request {
         user: user.filter(|user| !user.is_empty()),
         config: config.unwrap_or_else(|| String::from("{}")),
         arguments,
     };
+    #[cfg(feature = "pulsar")]
+    let frames = match pulsar.url {
+        Some(_) => over_pulsar(registry, &name, &id, request, pulsar).await?,
+        None => registry.call(&name, &id, request).await?,
+    };
+    #[cfg(not(feature = "pulsar"))]
     let frames = registry.call(&name, &id, request).await?;
     for frame in &frames {
         let mut line = serde_json::Map::new();
@@ -49,4 +78,60 @@ pub(super) async fn call(registry: &Registry, args: CallArgs, out: &mut dyn Writ
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The frames of `request`, sent to the service `name` names on the broker
+/// `over` says, as TrustGraph's agent sends it (the tool's preset config
+/// merged in).
+#[cfg(feature = "pulsar")]
+async fn over_pulsar(
+    registry: &Registry,
+    name: &str,
+    id: &str,
+    mut request: Request,
+    over: OverPulsar,
+) -> Result<Vec<crate::wire::Frame>, super::BoxError> {
+    let service = registry.resolve(name, &mut request)?;
+    let url = over.url.unwrap_or_default();
+    let mut broker = crate::pulsar::broker::BrokerOptions::new(url.clone());
+    if let Some(path) = &over.api_key_file {
+        broker = broker.with_api_key(super::read_token_file("--pulsar-api-key-file", path)?);
+    }
+    if let Some(path) = over.tls_ca_file {
+        broker = broker.with_tls_ca_file(path);
+    }
+    // The client retries by itself; a shell command should not wait long.
+    const CONNECT: std::time::Duration = std::time::Duration::from_secs(30);
+    let pulsar = match tokio::time::timeout(CONNECT, broker.connect()).await {
+        Ok(Ok(pulsar)) => pulsar,
+        Ok(Err(error)) => {
+            return Err(format!("cannot connect to the Pulsar broker at {url}: {error}").into())
+        }
+        Err(_) => {
+            return Err(format!(
+                "cannot connect to the Pulsar broker at {url} within 30 s (is it running? --pulsar takes its URL)"
+            )
+            .into())
+        }
+    };
+    // As long as the service may run, and a moment for the broker.
+    let timeout = service.timeout().unwrap_or(crate::host::DEFAULT_TIMEOUT)
+        + std::time::Duration::from_secs(5);
+    let client = crate::pulsar::client::ToolClient::connect(
+        &pulsar,
+        &service.request_queue(),
+        &service.response_queue(),
+    )
+    .await?
+    .with_timeout(timeout);
+    match client.send_payload_as(request.encode(), id).await {
+        Ok(frames) => Ok(frames),
+        Err(crate::pulsar::client::CallError::Timeout(waited)) => Err(format!(
+            "no answer from `{}` on {url} within {}: is a replica serving it on this broker?",
+            service.id(),
+            crate::duration::format(waited)
+        )
+        .into()),
+        Err(error) => Err(error.into()),
+    }
 }

@@ -160,6 +160,9 @@ pub(super) enum Command {
         /// The request id.
         #[arg(long, default_value = "call")]
         id: String,
+        #[cfg(feature = "pulsar")]
+        #[command(flatten)]
+        pulsar: call::OverPulsar,
     },
 }
 

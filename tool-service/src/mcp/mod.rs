@@ -309,7 +309,8 @@ impl McpServer {
         self.find(name).map(|tool| tool.tool.clone())
     }
 
-    /// Calls running now.
+    /// Calls admitted on its host and not answered yet, over every
+    /// transport of the host.
     pub fn in_flight(&self) -> usize {
         self.inner.host.in_flight()
     }

@@ -202,6 +202,18 @@ impl ToolClient {
     /// As [`ToolClient::send`].
     pub async fn send_payload(&self, payload: Vec<u8>) -> Result<Vec<Frame>, CallError> {
         let id = uuid::Uuid::new_v4().to_string();
+        self.send_payload_as(payload, &id).await
+    }
+
+    /// [`Self::send_payload`] under the request id `id`, which must not be
+    /// one of a call in progress on this client.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) async fn send_payload_as(
+        &self,
+        payload: Vec<u8>,
+        id: &str,
+    ) -> Result<Vec<Frame>, CallError> {
+        let id = id.to_owned();
         let (sender, mut receiver) = mpsc::unbounded_channel();
         self.pending
             .lock()

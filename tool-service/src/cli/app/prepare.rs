@@ -176,6 +176,8 @@ impl<A: 'static> App<A> {
                 config,
                 user,
                 id,
+                #[cfg(feature = "pulsar")]
+                pulsar,
             } => {
                 let call = CallArgs {
                     name,
@@ -183,6 +185,8 @@ impl<A: 'static> App<A> {
                     config,
                     user,
                     id,
+                    #[cfg(feature = "pulsar")]
+                    pulsar,
                 };
                 return Ok((registry, Box::new(Run::Call(call)), settings));
             }
