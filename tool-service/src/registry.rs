@@ -346,6 +346,55 @@ impl Registry {
         &self.tree
     }
 
+    /// Calls the tool (or service) `name` with `arguments` as an LLM would
+    /// send them, and no config but the tool's preset: its answer's text
+    /// (a stream's chunks joined), or the error an agent would read. The
+    /// one-line call for a test; [`Self::call`] gives the frames.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_service::{tool_service, Registry};
+    ///
+    /// /// Shout.
+    /// ///
+    /// /// # Arguments
+    /// /// * `text` - What to shout.
+    /// #[tool_service(topic = "call-tool-shout")]
+    /// async fn shout(text: String) -> String {
+    ///     text.to_uppercase()
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let registry = Registry::collect().unwrap();
+    /// assert_eq!(registry.call_tool("shout", json!({"text": "hi"})).await.unwrap(), "HI");
+    /// let refused = registry.call_tool("shout", json!({"text": 5})).await.unwrap_err();
+    /// assert_eq!(refused.message(), "invalid arguments: `text` must be a text; got 5");
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The answer's error frame; for a name that is neither a tool nor a
+    /// service, an error saying which names there are.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<String, crate::error::ToolError> {
+        let request = Request::new(serde_json::json!({}), arguments);
+        let frames = self
+            .call(name, "test", request)
+            .await
+            .map_err(|unknown| crate::error::ToolError::new(unknown.to_string()))?;
+        let mut text = String::new();
+        for frame in frames {
+            if let Some(error) = frame.error {
+                return Err(error);
+            }
+            text.push_str(&frame.response);
+        }
+        Ok(text)
+    }
+
     /// The service `name` names (a tool or a service id), with a tool's
     /// preset config merged under `request`'s own config values, as
     /// TrustGraph's agent sends it.
