@@ -68,6 +68,15 @@ pub async fn whoami(#[context] ctx: Context) -> Identity {
     }
 }
 
+/// Split a text into its words.
+///
+/// # Arguments
+/// * `text` - The text to split.
+#[tool_service(topic = "words")]
+pub async fn words(text: String) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
+}
+
 /// Wait, then say how long. A request is cancelled and answered with a
 /// `timeout` error after 2 s (`serve --timeout wait-service=…` changes that).
 ///

@@ -66,6 +66,22 @@ def test_structured_results_match_their_output_schema():
     assert json.loads(text(call)) == call["result"]["structuredContent"]
 
 
+def test_a_list_result_is_structured_as_result_and_matches_its_output_schema():
+    with McpHttp("echo") as server:
+        got = ts_client("http", server.url, [{"tool": "words", "arguments": {"text": "a list of words"}}])
+    (words,) = [tool for tool in got["tools"] if tool["name"] == "words"]
+    # Wrapped as FastMCP wraps a list: an object with `result`.
+    assert words["outputSchema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+        "required": ["result"],
+    }, words
+    (call,) = got["calls"]
+    # The SDK validated the structured content against that schema.
+    assert call["result"]["structuredContent"] == {"result": ["a", "list", "of", "words"]}, call
+    assert json.loads(text(call)) == ["a", "list", "of", "words"]
+
+
 def test_progress_reaches_the_sdk_over_http_and_stdio():
     plan = [{"tool": "tell-story", "arguments": {"hero": "Ferris", "chapters": 2}, "progress": True}]
     with McpHttp("streaming") as server:

@@ -257,11 +257,13 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
     assert_eq!(output["type"], "object");
     assert_eq!(output["properties"]["request"]["type"], "string");
     assert!(output.get("$schema").is_none());
+    // A list's schema, wrapped as `{"result": …}`: structured content is
+    // an object.
     let numbers = tools.iter().find(|tool| tool.name == "numbers").unwrap();
-    assert!(
-        numbers.output_schema.is_none(),
-        "structured content is an object"
-    );
+    let output = Value::Object((*numbers.output_schema.clone().unwrap()).clone());
+    assert_eq!(output["type"], "object");
+    assert_eq!(output["required"], json!(["result"]));
+    assert_eq!(output["properties"]["result"]["type"], "array");
 }
 
 #[tokio::test]
@@ -325,10 +327,11 @@ async fn an_object_result_is_structured_content_and_its_json_text() {
     assert!(!structured["request"].as_str().unwrap().is_empty());
     let text: Value = serde_json::from_str(&text(&result)).unwrap();
     assert_eq!(text, structured);
-    // A list is JSON text, without structured content (which is an object).
+    // A list is its JSON text, and structured content `{"result": …}`
+    // (structured content is an object).
     let list = call(&connected, "numbers", json!({"n": 3})).await;
     assert_eq!(text_of(&list), "[1,2,3]");
-    assert_eq!(list.structured_content, None);
+    assert_eq!(list.structured_content, Some(json!({"result": [1, 2, 3]})));
 }
 
 fn text_of(result: &CallToolResult) -> String {

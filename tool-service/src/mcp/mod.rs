@@ -28,7 +28,9 @@
 //!   content and would show the LLM its JSON;
 //! - a result that serializes to a JSON object as `structuredContent` and
 //!   its JSON text, with an `outputSchema` when the type has a schema;
-//!   other JSON (a list, a number) as its text;
+//!   other JSON whose type has a schema (a list, a number, a boolean) as
+//!   `structuredContent` `{"result": …}` and its JSON text, with the
+//!   output schema wrapped the same way (as FastMCP wraps it);
 //! - never an empty text (TrustGraph's client fails on it): a tool that
 //!   returns nothing (`()`) or an empty string answers [`NO_OUTPUT`];
 //! - every failure (bad arguments, the handler's error, a panic, the
@@ -159,8 +161,8 @@ struct McpTool {
     service: Service,
     /// The preset config, as the request's `config` text.
     config: String,
-    /// Whether a result is sent as text only.
-    text: bool,
+    /// How a result is sent.
+    shape: Shape,
     limits: Limits,
     /// Its service's place among the host's: its admission.
     hosted: usize,
@@ -255,20 +257,27 @@ impl McpServer {
                 let described = descriptor.argument_descriptions();
                 let input = flavor::input_schema(schema_flavor, &arguments, &described);
                 let output = service.output_schema().map(schemars::Schema::to_value);
-                let text = output.as_ref().is_some_and(flavor::is_text);
+                let mut shape = if output.as_ref().is_some_and(flavor::is_text) {
+                    Shape::Text
+                } else {
+                    Shape::Structured
+                };
                 let mut tool = Tool::new(
                     name.to_owned(),
                     descriptor.description.clone(),
                     Arc::new(input),
                 );
-                if let Some(output) = output.as_ref().and_then(flavor::output_schema) {
+                if let Some((output, wrapped)) = output.as_ref().and_then(flavor::output_schema) {
                     tool = tool.with_raw_output_schema(Arc::new(output));
+                    if wrapped {
+                        shape = Shape::Wrapped;
+                    }
                 }
                 tools.push(McpTool {
                     tool,
                     service,
                     config: Value::Object(descriptor.config.clone()).to_string(),
-                    text,
+                    shape,
                     limits: Limits::default().with_timeout(hosted.timeout),
                     hosted: at,
                     metrics: Arc::clone(&metrics),
@@ -433,8 +442,20 @@ impl McpServer {
         }
         let mut text = sink.text;
         text.push_str(&last.response);
-        result(text, tool.text)
+        result(text, tool.shape)
     }
+}
+
+/// How a tool's result is sent, from its type's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Text only (a `String`, a unit enum, `()`).
+    Text,
+    /// Its JSON text, and as structured content when it is an object.
+    Structured,
+    /// Its JSON text, and as structured content `{"result": …}`: a list,
+    /// a number or a boolean, whose output schema is wrapped so.
+    Wrapped,
 }
 
 /// The progress notifications of one call.
@@ -481,18 +502,23 @@ fn failure(message: &str) -> CallToolResult {
 }
 
 /// The result of a call that succeeded with `text`.
-fn result(text: String, is_text: bool) -> CallToolResult {
+fn result(text: String, shape: Shape) -> CallToolResult {
     if text.is_empty() {
         return CallToolResult::success(vec![ContentBlock::text(NO_OUTPUT)]);
     }
-    if !is_text && text.starts_with('{') {
-        if let Ok(structured @ Value::Object(_)) = serde_json::from_str::<Value>(&text) {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            result.structured_content = Some(structured);
-            return result;
-        }
-    }
-    CallToolResult::success(vec![ContentBlock::text(text)])
+    let structured = match shape {
+        Shape::Text => None,
+        Shape::Structured if text.starts_with('{') => serde_json::from_str::<Value>(&text)
+            .ok()
+            .filter(Value::is_object),
+        Shape::Structured => None,
+        Shape::Wrapped => serde_json::from_str::<Value>(&text)
+            .ok()
+            .map(|value| serde_json::json!({ flavor::RESULT_KEY: value })),
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = structured;
+    result
 }
 
 /// How long a client may reuse the tool list (and `server/discover`'s
@@ -689,21 +715,24 @@ mod tests {
 
     #[test]
     fn text_results_are_text_only_and_never_empty() {
-        let text = result("a pun".into(), true);
+        let text = result("a pun".into(), Shape::Text);
         assert_eq!(text.structured_content, None);
         assert_eq!(text.is_error, Some(false));
-        let empty = result(String::new(), true);
+        let empty = result(String::new(), Shape::Text);
         assert_eq!(
             serde_json::to_value(&empty.content).unwrap()[0]["text"],
             NO_OUTPUT
         );
         // Text that happens to be JSON stays text for a text tool.
-        assert_eq!(result("{\"a\": 1}".into(), true).structured_content, None);
+        assert_eq!(
+            result("{\"a\": 1}".into(), Shape::Text).structured_content,
+            None
+        );
     }
 
     #[test]
     fn objects_are_structured_and_other_json_is_text() {
-        let object = result("{\"user\":\"alice\"}".into(), false);
+        let object = result("{\"user\":\"alice\"}".into(), Shape::Structured);
         assert_eq!(
             object.structured_content,
             Some(serde_json::json!({"user": "alice"}))
@@ -712,8 +741,28 @@ mod tests {
             serde_json::to_value(&object.content).unwrap()[0]["text"],
             "{\"user\":\"alice\"}"
         );
-        assert_eq!(result("[1,2]".into(), false).structured_content, None);
-        assert_eq!(result("{not json".into(), false).structured_content, None);
+        assert_eq!(
+            result("[1,2]".into(), Shape::Structured).structured_content,
+            None
+        );
+        assert_eq!(
+            result("{not json".into(), Shape::Structured).structured_content,
+            None
+        );
+        // A list or a number whose schema is wrapped: as FastMCP wraps it.
+        let list = result("[1,2]".into(), Shape::Wrapped);
+        assert_eq!(
+            list.structured_content,
+            Some(serde_json::json!({"result": [1, 2]}))
+        );
+        assert_eq!(
+            serde_json::to_value(&list.content).unwrap()[0]["text"],
+            "[1,2]"
+        );
+        assert_eq!(
+            result("42".into(), Shape::Wrapped).structured_content,
+            Some(serde_json::json!({"result": 42}))
+        );
     }
 
     #[test]

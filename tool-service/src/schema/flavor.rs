@@ -136,21 +136,39 @@ pub(crate) fn input_schema(
     root
 }
 
-/// A tool's output schema: the schema of its result as it serializes, when
-/// that is an object (MCP's `structuredContent` is one), as schemars writes
-/// it in either flavour. Clients validate results against it (the MCP SDKs
-/// do), and no LLM provider reads it: the portable rewriting, which leaves
-/// `null` out, would refuse a result whose `Option` field is `None`.
-pub(crate) fn output_schema(output: &Value) -> Option<Map<String, Value>> {
-    if output.get("type").and_then(Value::as_str) != Some("object") {
+/// The `outputSchema` MCP declares for a result of this schema, and
+/// whether the result is wrapped as `{"result": …}` to fit it: an object as
+/// it is; other JSON (a list, a number, a boolean) wrapped, as FastMCP
+/// wraps it, since MCP's structured content is an object; text (or
+/// nothing) none: it is sent as text only.
+pub(crate) fn output_schema(output: &Value) -> Option<(Map<String, Value>, bool)> {
+    if is_text(output) {
         return None;
     }
     // Without `$schema`: clients that validate results (the TypeScript
     // SDK's Ajv) read the schema in their default draft.
     let mut root = spec(output);
     root.remove("$schema");
-    Some(root)
+    if output.get("type").and_then(Value::as_str) == Some("object") {
+        return Some((root, false));
+    }
+    // References stay valid: `$defs` stay at the root.
+    let defs = root.remove("$defs");
+    let mut wrapped = Map::new();
+    wrapped.insert("type".into(), "object".into());
+    wrapped.insert(
+        "properties".into(),
+        serde_json::json!({ RESULT_KEY: Value::Object(root) }),
+    );
+    wrapped.insert("required".into(), serde_json::json!([RESULT_KEY]));
+    if let Some(defs) = defs {
+        wrapped.insert("$defs".into(), defs);
+    }
+    Some((wrapped, true))
 }
+
+/// The key a wrapped result is under (FastMCP's).
+pub(crate) const RESULT_KEY: &str = "result";
 
 /// Whether a result of this schema is sent as text: a string (a `String`,
 /// a unit enum), or nothing at all (`()`).
@@ -577,9 +595,27 @@ mod tests {
         assert!(is_text(&schema_of::<Colour>()));
         assert!(!is_text(&schema_of::<Inner>()));
         assert!(!is_text(&schema_of::<Vec<String>>()));
-        assert!(output_schema(&schema_of::<Inner>()).is_some());
-        assert!(output_schema(&schema_of::<Vec<String>>()).is_none());
+        assert!(matches!(
+            output_schema(&schema_of::<Inner>()),
+            Some((_, false))
+        ));
         assert!(output_schema(&schema_of::<String>()).is_none());
+        // Other JSON is wrapped as `{"result": …}`, its `$defs` at the root.
+        let (wrapped, true) = output_schema(&schema_of::<Vec<Colour>>()).unwrap() else {
+            panic!("a list is wrapped");
+        };
+        assert_eq!(wrapped["type"], "object");
+        assert_eq!(wrapped["required"], serde_json::json!(["result"]));
+        assert_eq!(wrapped["properties"]["result"]["type"], "array");
+        assert!(wrapped.get("$schema").is_none());
+        if let Some(reference) = wrapped["properties"]["result"]["items"].get("$ref") {
+            let name = reference.as_str().unwrap().trim_start_matches("#/$defs/");
+            assert!(wrapped["$defs"].get(name).is_some(), "{wrapped:?}");
+        }
+        let (number, true) = output_schema(&schema_of::<u32>()).unwrap() else {
+            panic!("a number is wrapped");
+        };
+        assert_eq!(number["properties"]["result"]["type"], "integer");
     }
 
     #[test]
