@@ -357,6 +357,7 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
         "whoami-service",
         "wait-service",
         "blob-service",
+        "words-service",
     ] {
         assert!(services.contains_key(id), "{id} in {tree}");
         let file: serde_json::Value = serde_json::from_str(
@@ -372,7 +373,7 @@ fn a_binary_with_several_services_writes_one_file_per_item() {
         .unwrap();
         assert_eq!(&file, tool, "{name}");
     }
-    assert_eq!(tools.len(), 5, "{tree}");
+    assert_eq!(tools.len(), 6, "{tree}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

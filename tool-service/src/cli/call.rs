@@ -11,16 +11,42 @@ use super::CliResult;
 use crate::registry::Registry;
 use crate::wire::Request;
 
-/// What `call` runs.
-#[derive(Debug)]
-pub(super) struct CallArgs {
-    pub(super) name: String,
-    pub(super) arguments: String,
-    pub(super) config: Option<String>,
-    pub(super) user: Option<String>,
-    pub(super) id: String,
+/// What `call` runs: its flags.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CallArgs {
+    /// A tool name (its preset config is sent) or a service id.
+    name: String,
+    /// The arguments, a JSON object (as the LLM would give them).
+    #[arg(long = "args", value_name = "JSON", default_value = "{}")]
+    arguments: String,
+    /// Config values, a JSON object; for a tool, merged over its preset.
+    #[arg(long, value_name = "JSON")]
+    config: Option<String>,
+    /// The calling user.
+    #[arg(long)]
+    user: Option<String>,
+    /// The request id.
+    #[arg(long, default_value = "call")]
+    id: String,
     #[cfg(feature = "pulsar")]
-    pub(super) pulsar: OverPulsar,
+    #[command(flatten)]
+    pulsar: OverPulsar,
+}
+
+impl CallArgs {
+    /// The tool or service called.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the request runs in this process (not over a broker), so
+    /// that the state its service takes must be here.
+    pub(crate) fn runs_here(&self) -> bool {
+        #[cfg(feature = "pulsar")]
+        return self.pulsar.url.is_none();
+        #[cfg(not(feature = "pulsar"))]
+        true
+    }
 }
 
 /// `call`'s flags that send the request over a broker instead.

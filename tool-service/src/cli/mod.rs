@@ -144,26 +144,9 @@ pub(super) enum Command {
         ignored: Vec<OsString>,
     },
     /// Run one request in-process, through the same decode → handler → encode
-    /// path the broker uses, and print the response frame(s) as JSON lines.
-    Call {
-        /// A tool name (its preset config is sent) or a service id.
-        name: String,
-        /// The arguments, a JSON object (as the LLM would give them).
-        #[arg(long = "args", value_name = "JSON", default_value = "{}")]
-        arguments: String,
-        /// Config values, a JSON object; for a tool, merged over its preset.
-        #[arg(long, value_name = "JSON")]
-        config: Option<String>,
-        /// The calling user.
-        #[arg(long)]
-        user: Option<String>,
-        /// The request id.
-        #[arg(long, default_value = "call")]
-        id: String,
-        #[cfg(feature = "pulsar")]
-        #[command(flatten)]
-        pulsar: call::OverPulsar,
-    },
+    /// path the broker uses, and print the response frame(s) as JSON lines;
+    /// with --pulsar, send it to the service running on a broker.
+    Call(call::CallArgs),
 }
 
 /// The version of this crate, which `--version` names too.

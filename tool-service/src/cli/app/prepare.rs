@@ -170,24 +170,7 @@ impl<A: 'static> App<A> {
             Command::Mcp { .. } => Err("`mcp` needs the `mcp` feature of tool-service, and this binary was built without it".into()),
             #[cfg(not(feature = "pulsar"))]
             Command::Serve { .. } => Err("`serve` needs the `pulsar` feature of tool-service, and this binary was built without it".into()),
-            Command::Call {
-                name,
-                arguments,
-                config,
-                user,
-                id,
-                #[cfg(feature = "pulsar")]
-                pulsar,
-            } => {
-                let call = CallArgs {
-                    name,
-                    arguments,
-                    config,
-                    user,
-                    id,
-                    #[cfg(feature = "pulsar")]
-                    pulsar,
-                };
+            Command::Call(call) => {
                 return Ok((registry, Box::new(Run::Call(call)), settings));
             }
         };

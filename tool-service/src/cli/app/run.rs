@@ -104,10 +104,10 @@ impl<A: 'static> App<A> {
         let (result, grace) = match command {
             Run::Call(args) => {
                 let service = registry
-                    .tool(&args.name)
+                    .tool(args.name())
                     .map(|(service, _)| service)
-                    .or_else(|| registry.service(&args.name));
-                if let Some(service) = service {
+                    .or_else(|| registry.service(args.name()));
+                if let (Some(service), true) = (service, args.runs_here()) {
                     registry.check_state([service])?;
                 }
                 (
