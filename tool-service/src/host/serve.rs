@@ -154,16 +154,10 @@ impl Transports {
         if transports.is_empty() {
             return Err(RunError::Empty);
         }
-        let _endpoint = match metrics {
-            Some(address) => Some(
-                host.open_metrics_endpoint(address)
-                    .await
-                    .map_err(|source| RunError::Metrics { address, source })?,
-            ),
-            None => None,
-        };
         // Run in this future, not spawned: Pulsar's consumer loops answer
         // ready requests where they are polled (see `pulsar::serve`).
+        // Nothing runs until polled; a taken metrics port still fails
+        // before anything is served.
         let mut running: FuturesUnordered<_> = transports
             .into_iter()
             .map(|transport| {
@@ -172,6 +166,16 @@ impl Transports {
                 async move { (name, run.await) }
             })
             .collect();
+        // Opened once the transports have counted their services, so that
+        // `/readyz` names what is not ready yet from its first answer.
+        let _endpoint = match metrics {
+            Some(address) => Some(
+                host.open_metrics_endpoint(address)
+                    .await
+                    .map_err(|source| RunError::Metrics { address, source })?,
+            ),
+            None => None,
+        };
         let mut failed = None;
         tokio::pin!(shutdown);
         tokio::select! {

@@ -176,6 +176,11 @@ impl crate::host::Transport for PulsarTransport {
     fn run(self: Box<Self>, host: Host, _: crate::host::Sealed) -> crate::host::TransportRun {
         let mut options = self.options;
         options.metrics = None;
+        // Counted at once, not subscribed yet: the host's `/readyz` says
+        // so from its first answer.
+        for service in host.services() {
+            host.metrics().service(service.id());
+        }
         Box::pin(async move {
             let draining = host.draining();
             serve_on_host(&host, &options, draining).await?;
