@@ -276,7 +276,9 @@ struct Inner {
     in_flight: AtomicUsize,
     closing: AtomicBool,
     idle: Notify,
-    /// Where the drain is, for the transports to follow.
+    /// Where the drain is, for the transports to wait on (`closing` says
+    /// the same for admission, which reads it on every call without a
+    /// lock).
     phase: watch::Sender<Phase>,
     /// Calls still running when the grace period ended.
     abandoned: AtomicUsize,

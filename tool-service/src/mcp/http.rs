@@ -193,22 +193,17 @@ impl HttpOptions {
 pub struct HttpTransport {
     listener: TcpListener,
     http: HttpOptions,
-    name: String,
-    version: String,
-    schema_flavor: super::SchemaFlavor,
+    identity: super::Identity,
 }
 
 impl HttpTransport {
     /// MCP on `listener`, as `http` says, named after this crate until
     /// [`Self::named`].
     pub fn new(listener: TcpListener, http: HttpOptions) -> Self {
-        let defaults = super::McpOptions::default();
         Self {
             listener,
             http,
-            name: defaults.name,
-            version: defaults.version,
-            schema_flavor: defaults.schema_flavor,
+            identity: super::Identity::default(),
         }
     }
 
@@ -216,15 +211,14 @@ impl HttpTransport {
     /// specification's until set).
     #[must_use]
     pub fn schema_flavor(mut self, flavor: super::SchemaFlavor) -> Self {
-        self.schema_flavor = flavor;
+        self.identity.schema_flavor = flavor;
         self
     }
 
     /// The server's name and version in `initialize`.
     #[must_use]
     pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.name = name.into();
-        self.version = version.into();
+        self.identity.named(name, version);
         self
     }
 }
@@ -242,11 +236,9 @@ impl crate::host::Transport for HttpTransport {
         let Self {
             listener,
             http,
-            name,
-            version,
-            schema_flavor,
+            identity,
         } = *self;
-        let server = McpServer::on_host(host.clone(), name, version, schema_flavor);
+        let server = identity.server(&host);
         Box::pin(async move {
             serve_http(server, listener, http, host.draining()).await?;
             Ok(())

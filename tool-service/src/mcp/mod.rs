@@ -140,6 +140,39 @@ impl McpOptions {
     }
 }
 
+/// What a transport's server calls itself in `initialize`, and the flavour
+/// of its tools' schemas: what [`HttpTransport`] and [`StdioTransport`]
+/// are built with.
+#[derive(Debug)]
+struct Identity {
+    name: String,
+    version: String,
+    schema_flavor: SchemaFlavor,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        let defaults = McpOptions::default();
+        Self {
+            name: defaults.name,
+            version: defaults.version,
+            schema_flavor: defaults.schema_flavor,
+        }
+    }
+}
+
+impl Identity {
+    fn named(&mut self, name: impl Into<String>, version: impl Into<String>) {
+        self.name = name.into();
+        self.version = version.into();
+    }
+
+    /// The server of `host`'s services under this identity.
+    fn server(self, host: &Host) -> McpServer {
+        McpServer::on_host(host.clone(), self.name, self.version, self.schema_flavor)
+    }
+}
+
 /// An MCP server of a registry's tools: an rmcp [`ServerHandler`], cheap to
 /// clone (one per HTTP session).
 #[derive(Clone)]

@@ -4,7 +4,7 @@ use std::future::Future;
 
 use rmcp::ServiceExt;
 
-use super::{McpServer, SchemaFlavor};
+use super::{Identity, McpServer, SchemaFlavor};
 use crate::host::{Host, Sealed, Transport, TransportRun};
 
 /// Serves MCP over standard input and output until the client closes them
@@ -40,22 +40,9 @@ pub async fn serve_stdio(
 /// MCP on standard input and output as one of a host's transports (see
 /// [`Transports`](crate::host::Transports)): when the client closes them,
 /// the host's other transports stop too.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct StdioTransport {
-    name: String,
-    version: String,
-    schema_flavor: SchemaFlavor,
-}
-
-impl Default for StdioTransport {
-    fn default() -> Self {
-        let defaults = super::McpOptions::default();
-        Self {
-            name: defaults.name,
-            version: defaults.version,
-            schema_flavor: defaults.schema_flavor,
-        }
-    }
+    identity: Identity,
 }
 
 impl StdioTransport {
@@ -63,8 +50,7 @@ impl StdioTransport {
     /// set).
     #[must_use]
     pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.name = name.into();
-        self.version = version.into();
+        self.identity.named(name, version);
         self
     }
 
@@ -72,7 +58,7 @@ impl StdioTransport {
     /// specification's until set).
     #[must_use]
     pub fn schema_flavor(mut self, flavor: SchemaFlavor) -> Self {
-        self.schema_flavor = flavor;
+        self.identity.schema_flavor = flavor;
         self
     }
 }
@@ -83,7 +69,7 @@ impl Transport for StdioTransport {
     }
 
     fn run(self: Box<Self>, host: Host, _: Sealed) -> TransportRun {
-        let server = McpServer::on_host(host.clone(), self.name, self.version, self.schema_flavor);
+        let server = self.identity.server(&host);
         Box::pin(async move {
             serve_stdio(server, host.draining()).await?;
             Ok(())

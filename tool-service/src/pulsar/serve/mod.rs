@@ -176,11 +176,9 @@ impl crate::host::Transport for PulsarTransport {
     fn run(self: Box<Self>, host: Host, _: crate::host::Sealed) -> crate::host::TransportRun {
         let mut options = self.options;
         options.metrics = None;
-        // Counted at once, not subscribed yet: the host's `/readyz` says
-        // so from its first answer.
-        for service in host.services() {
-            host.metrics().service(service.id());
-        }
+        // Counted at once: the host's `/readyz` names them from its first
+        // answer.
+        count_services(&host);
         Box::pin(async move {
             let draining = host.draining();
             serve_on_host(&host, &options, draining).await?;
@@ -327,11 +325,7 @@ impl Serving {
             tracing::warn!("{warning}");
         }
         let metrics = Arc::clone(host.metrics());
-        // Every service is counted from the start, not subscribed yet: a
-        // process that also serves MCP is not ready while Pulsar connects.
-        for service in host.services() {
-            metrics.service(service.id());
-        }
+        count_services(host);
         // Bound before connecting, so a taken port fails at once.
         let metrics_endpoint = bind_metrics(host, options).await?;
         let (pulsar, max_message_size) = connect(options, give_up).await?;
@@ -433,6 +427,14 @@ impl Serving {
             let _ = announcing.await;
         }
         reports
+    }
+}
+
+/// Counts every service of `host` in its metrics, not subscribed yet: a
+/// process that also serves MCP is not ready while Pulsar connects.
+fn count_services(host: &Host) {
+    for service in host.services() {
+        host.metrics().service(service.id());
     }
 }
 

@@ -106,13 +106,15 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 }
                 call.finish(&span, frame.error.as_ref());
             }
-            // A refusal (its span marked when it was refused), or the
-            // send-failed notice that replaced an answer (counted then).
-            _ => {
+            // The send-failed notice that replaced an answer or a refusal
+            // (counted when it replaced it): its type on the span.
+            (true, _) => {
                 if let Some(error) = &frame.error {
                     trace::failed(&span, error.kind());
                 }
             }
+            // A refusal: counted and marked when it was refused.
+            (false, None) => {}
         }
         if sampled {
             trace::finished(&span);
