@@ -68,11 +68,16 @@ pub async fn whoami(#[context] ctx: Context) -> Identity {
     }
 }
 
-/// Split a text into its words.
+/// Split a text into its words. Read-only and closed-world, for MCP hosts
+/// that decide by the hints whether to ask before a call.
 ///
 /// # Arguments
 /// * `text` - The text to split.
-#[tool_service(topic = "words")]
+#[tool_service(
+    topic = "words",
+    annotations(read_only, open_world = false),
+    tool(title = "Split into words")
+)]
 pub async fn words(text: String) -> Vec<String> {
     text.split_whitespace().map(str::to_owned).collect()
 }

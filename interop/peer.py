@@ -2,6 +2,7 @@
 tool-service caller built exactly as TrustGraph 2.11.1 builds one."""
 
 import asyncio
+import json
 import os
 import pathlib
 import shutil
@@ -155,6 +156,24 @@ class McpHttp:
                 seen.add("pulsar")
             if "mcp" in seen and (not serve or "pulsar" in seen):
                 self.ready.set()
+
+    def list_tools(self, version):
+        """`tools/list` as a client on protocol `version` sends it over
+        stateless Streamable HTTP (its `MCP-Protocol-Version` header): the
+        tools, as JSON."""
+
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+        request = urllib.request.Request(self.url, data=body, headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": version,
+        })
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read().decode()
+        data = [line[len("data:"):] for line in text.splitlines() if line.startswith("data:")]
+        message = json.loads(data[-1] if data else text)
+        assert "result" in message, message
+        return message["result"]["tools"]
 
     def stop(self):
         return stop(self.process)

@@ -82,6 +82,37 @@ def test_a_list_result_is_structured_as_result_and_matches_its_output_schema():
     assert json.loads(text(call)) == ["a", "list", "of", "words"]
 
 
+def test_titles_and_hints_reach_the_sdk_on_every_revision_that_has_them():
+    with McpHttp("echo") as server:
+        got = ts_client("http", server.url, [])
+    tools = {tool["name"]: tool for tool in got["tools"]}
+    words = tools["words"]
+    # The name a host shows (the SDK's getDisplayName) is the title.
+    assert words["displayName"] == "Split into words", words
+    assert words["title"] == "Split into words", words
+    assert words["annotations"] == {
+        "title": "Split into words",
+        "readOnlyHint": True,
+        "openWorldHint": False,
+    }, words
+    # A tool without either shows its name, with no annotations.
+    assert tools["echo"]["displayName"] == "echo"
+    assert tools["echo"]["annotations"] is None and tools["echo"]["title"] is None
+
+
+def test_an_older_revision_gets_the_title_only_where_it_has_one():
+    listed = {}
+    with McpHttp("echo") as server:
+        for version in ("2024-11-05", "2025-03-26", "2025-06-18"):
+            listed[version] = server.list_tools(version)
+    words = {version: next(tool for tool in tools if tool["name"] == "words")
+             for version, tools in listed.items()}
+    assert "annotations" not in words["2024-11-05"] and "title" not in words["2024-11-05"], words
+    assert "title" not in words["2025-03-26"], words
+    assert words["2025-03-26"]["annotations"]["title"] == "Split into words", words
+    assert words["2025-06-18"]["title"] == "Split into words", words
+
+
 def test_progress_reaches_the_sdk_over_http_and_stdio():
     plan = [{"tool": "tell-story", "arguments": {"hero": "Ferris", "chapters": 2}, "progress": True}]
     with McpHttp("streaming") as server:

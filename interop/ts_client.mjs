@@ -11,6 +11,7 @@ const require = createRequire(`${process.env.TS_SDK_DIR}/package.json`);
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { getDisplayName } = require("@modelcontextprotocol/sdk/shared/metadataUtils.js");
 
 const [mode, target, planText] = process.argv.slice(2);
 const plan = JSON.parse(planText);
@@ -27,7 +28,15 @@ await client.connect(transport);
 const listed = await client.listTools();
 const out = {
   server: client.getServerVersion(),
-  tools: listed.tools.map((tool) => ({ name: tool.name, outputSchema: tool.outputSchema ?? null })),
+  // What a host shows of each tool: its display name (the SDK's rule:
+  // title, else annotations.title, else name) and its hints.
+  tools: listed.tools.map((tool) => ({
+    name: tool.name,
+    displayName: getDisplayName(tool),
+    title: tool.title ?? null,
+    annotations: tool.annotations ?? null,
+    outputSchema: tool.outputSchema ?? null,
+  })),
   calls: [],
 };
 for (const step of plan) {

@@ -266,6 +266,12 @@ fn list_names_queues_and_tools() {
         "{echo}"
     );
     assert!(text.contains("tool      query-products"));
+    // MCP's title and hints, where a tool has them.
+    assert!(
+        echo.contains("  tool      words \"Split into words\" (read-only, closed world)\n"),
+        "{echo}"
+    );
+    assert!(echo.contains("  tool      echo\n"), "{echo}");
 }
 
 #[test]

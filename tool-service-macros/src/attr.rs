@@ -12,8 +12,11 @@
 //!     rate = "100/s",                       // calls per replica per s, m or h
 //!     scopes = ["tickets:write"],           // OAuth scopes a caller's token must carry
 //!     strict,                               // arguments decode as the type says, no coercion
+//!     annotations(read_only, open_world = false), // MCP's hints, for every tool
 //!     tool(                                 // repeatable
 //!         name = "tell-joke",
+//!         title = "Tell a joke",              // MCP's name for people
+//!         annotations(idempotent),            // MCP's hints, over the service's
 //!         description = "…",
 //!         config(style = "pun", "max-length" = 80), // keys that are not identifiers quoted
 //!         arguments(topic = "…"),             // per-tool argument descriptions
@@ -33,11 +36,12 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Token};
 
+use crate::annotations::{self, Annotations};
 use crate::ctxt::{code_list, did_you_mean, nearest, Errors};
 use crate::key::written;
 
 /// The keys of the attribute.
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "topic",
     "id",
     "request_queue",
@@ -48,13 +52,16 @@ const KEYS: [&str; 12] = [
     "rate",
     "scopes",
     "strict",
+    "annotations",
     "tool",
     "crate",
 ];
 /// The keys of one `tool(…)` preset.
-const TOOL_KEYS: [&str; 7] = [
+const TOOL_KEYS: [&str; 9] = [
     "name",
+    "title",
     "description",
+    "annotations",
     "config",
     "arguments",
     "group",
@@ -80,6 +87,8 @@ pub(crate) struct ServiceAttr {
     pub(crate) scopes: Option<Vec<LitStr>>,
     /// `strict`: no coercion of the LLM's arguments.
     pub(crate) strict: Option<syn::Path>,
+    /// MCP's hints for every tool of the service.
+    pub(crate) annotations: Annotations,
     pub(crate) tools: Vec<ToolAttr>,
     pub(crate) krate: Option<syn::Path>,
 }
@@ -88,7 +97,11 @@ pub(crate) struct ServiceAttr {
 pub(crate) struct ToolAttr {
     pub(crate) span: Span,
     pub(crate) name: Option<LitStr>,
+    /// MCP's title: a name for people.
+    pub(crate) title: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
+    /// MCP's hints for this tool, over the service's.
+    pub(crate) annotations: Annotations,
     pub(crate) config: Vec<ConfigEntry>,
     /// Per-tool argument descriptions: `arguments(question = "…")`.
     pub(crate) arguments: Vec<ArgumentEntry>,
@@ -140,7 +153,7 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &syn::Path, errors: &mut Err
 
 /// Looks through the invisible groups `macro_rules!` wraps around
 /// `$x:literal` and `$x:expr` fragments.
-fn ungroup(expr: Expr) -> Expr {
+pub(crate) fn ungroup(expr: Expr) -> Expr {
     match expr {
         Expr::Group(group) => ungroup(*group.expr),
         Expr::Paren(paren) => ungroup(*paren.expr),
@@ -171,7 +184,7 @@ fn string_value(
 }
 
 /// Skips the value of an unknown key so parsing can go on.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         meta.value()?.parse::<Expr>()?;
     } else if meta.input.peek(syn::token::Paren) {
@@ -267,6 +280,14 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> ServiceAttr {
                     ),
                 }
             }
+        } else if path.is_ident("annotations") {
+            annotations::parse(&meta, &mut attr.annotations, errors)?;
+        } else if path.is_ident("title") {
+            errors.spanned(
+                &path,
+                "`title` names one tool: write it in the tool's preset, e.g. `tool(title = \"Find notes\")`",
+            );
+            skip_value(&meta)?;
         } else if path.is_ident("tool") {
             attr.tools.push(parse_tool(&meta, errors)?);
         } else if unknown_key(&meta, &KEYS, "", errors)?.as_deref() == Some("topic") {
@@ -284,7 +305,9 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
     let mut tool = ToolAttr {
         span: meta.path.span(),
         name: None,
+        title: None,
         description: None,
+        annotations: Annotations::default(),
         config: Vec::new(),
         arguments: Vec::new(),
         group: None,
@@ -306,6 +329,16 @@ fn parse_tool(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<ToolAt
             if let Some(lit) = string_value(&inner, "name", "tell-joke", errors)? {
                 set_once(&mut tool.name, lit, &path, errors);
             }
+        } else if path.is_ident("title") {
+            if let Some(lit) = string_value(&inner, "title", "Find notes", errors)? {
+                if lit.value().trim().is_empty() {
+                    errors.spanned(&lit, "`title` must not be empty; leave it out for no title");
+                } else {
+                    set_once(&mut tool.title, lit, &path, errors);
+                }
+            }
+        } else if path.is_ident("annotations") {
+            annotations::parse(&inner, &mut tool.annotations, errors)?;
         } else if path.is_ident("description") {
             if let Some(lit) = string_value(
                 &inner,
@@ -481,7 +514,7 @@ fn unknown_key(
     Ok(nearest(&name, keys))
 }
 
-fn path_text(path: &syn::Path) -> String {
+pub(crate) fn path_text(path: &syn::Path) -> String {
     path.to_token_stream().to_string().replace(' ', "")
 }
 
@@ -730,7 +763,7 @@ mod tests {
         );
         assert_eq!(
             errors[2],
-            "unknown key `nme` in `tool(…)`; expected one of `name`, `description`, `config`, `arguments`, `group`, `state`, `applicable_states`; did you mean `name`?"
+            "unknown key `nme` in `tool(…)`; expected one of `name`, `title`, `description`, `annotations`, `config`, `arguments`, `group`, `state`, `applicable_states`; did you mean `name`?"
         );
         assert!(
             errors[3].ends_with("; did you mean `description`?"),

@@ -467,10 +467,26 @@ fn glue(service: &Service) -> TokenStream {
         let group = &tool.group;
         let applicable_states = &tool.applicable_states;
         let state = option_str(&tool.state);
+        let title = option_str(&tool.title);
+        let hint = |value: Option<bool>| match value {
+            Some(flag) => quote!(::core::option::Option::Some(#flag)),
+            None => quote!(::core::option::Option::None),
+        };
+        let read_only = hint(tool.hints.read_only);
+        let destructive = hint(tool.hints.destructive);
+        let idempotent = hint(tool.hints.idempotent);
+        let open_world = hint(tool.hints.open_world);
         quote! {
             #krate::__private::ToolSpec {
                 name: #name,
+                title: #title,
                 description: #description,
+                annotations: #krate::__private::Annotations {
+                    read_only: #read_only,
+                    destructive: #destructive,
+                    idempotent: #idempotent,
+                    open_world: #open_world,
+                },
                 config: &[#(#config),*],
                 arguments: &[#(#arguments),*],
                 group: &[#(#group),*],

@@ -1,6 +1,7 @@
 //! Procedural macros of [`tool-service`](https://docs.rs/tool-service).
 //! Depend on `tool-service`, which re-exports them.
 
+mod annotations;
 mod attr;
 mod bounds;
 mod ctxt;

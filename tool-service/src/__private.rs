@@ -22,6 +22,8 @@ pub use crate::probe::{
     ViaDeserializeOnly, ViaJsonSchemaOnly, ViaNeither,
 };
 pub use crate::response::{response_text, text_of};
-pub use crate::service::{ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec};
+pub use crate::service::{
+    Annotations, ConfigValue, Handler, HandlerFuture, Invocation, ServiceSpec, ToolSpec,
+};
 pub use crate::state::{State, StateNeed};
 pub use crate::stream::Chunks;

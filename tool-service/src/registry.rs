@@ -641,7 +641,9 @@ mod tests {
     static FIRST: ServiceSpec = ServiceSpec {
         tools: &[ToolSpec {
             name: "first-tool",
+            title: None,
             description: "First.",
+            annotations: crate::service::Annotations::NONE,
             config: &[],
             arguments: &[],
             group: &[],
@@ -653,7 +655,9 @@ mod tests {
     static SAME_ID: ServiceSpec = ServiceSpec {
         tools: &[ToolSpec {
             name: "first-tool",
+            title: None,
             description: "Again.",
+            annotations: crate::service::Annotations::NONE,
             config: &[],
             arguments: &[],
             group: &[],

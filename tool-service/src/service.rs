@@ -82,7 +82,11 @@ pub struct ServiceSpec {
 #[derive(Debug)]
 pub struct ToolSpec {
     pub name: &'static str,
+    /// MCP's title: the tool's name for people.
+    pub title: Option<&'static str>,
     pub description: &'static str,
+    /// MCP's hints, merged and checked by the attribute.
+    pub annotations: Annotations,
     pub config: &'static [(&'static str, ConfigValue)],
     pub arguments: &'static [(&'static str, &'static str)],
     /// TrustGraph's `group`, `state` and `applicable-states` (empty and
@@ -90,6 +94,49 @@ pub struct ToolSpec {
     pub group: &'static [&'static str],
     pub state: Option<&'static str>,
     pub applicable_states: &'static [&'static str],
+}
+
+/// MCP's hints of one tool (`None`: not written, so MCP's default), from
+/// `annotations(…)` on the attribute and in the tool's preset.
+// Not public API. Used by generated code.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// No hint written.
+    pub const NONE: Self = Self {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    };
+
+    /// Whether no hint was written.
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The hints in words, as `list` shows them: "read-only, closed world".
+    pub(crate) fn words(&self) -> Vec<&'static str> {
+        let word = |value: Option<bool>, yes: &'static str, no: &'static str| {
+            value.map(|flag| if flag { yes } else { no })
+        };
+        [
+            word(self.read_only, "read-only", "writes"),
+            word(self.destructive, "destructive", "not destructive"),
+            word(self.idempotent, "idempotent", "not idempotent"),
+            word(self.open_world, "open world", "closed world"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// A config value fixed by a tool preset.

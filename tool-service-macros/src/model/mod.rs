@@ -143,7 +143,11 @@ pub(crate) enum Output {
 /// A tool preset, with defaults applied.
 pub(crate) struct Tool {
     pub(crate) name: String,
+    /// MCP's title, for people.
+    pub(crate) title: Option<String>,
     pub(crate) description: String,
+    /// MCP's hints: the tool's own over its service's.
+    pub(crate) hints: crate::annotations::Hints,
     pub(crate) config: Vec<ConfigEntry>,
     pub(crate) arguments: Vec<ArgumentEntry>,
     /// TrustGraph's `group`, `state` and `applicable-states` (empty lists

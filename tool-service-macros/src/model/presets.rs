@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use proc_macro2::Span;
 use syn::{ItemFn, LitStr};
 
+use crate::annotations::{self, Annotations, Hints};
 use crate::attr::{ServiceAttr, ToolAttr};
 use crate::ctxt::{code_list, did_you_mean, Errors};
 use crate::doc::Doc;
@@ -27,7 +28,8 @@ pub(super) fn build_tools(
     let summary = doc.summary();
     let default_name = kebab_case(&function.sig.ident);
     if attr.tools.is_empty() {
-        let tool = default_tool(function, default_name, summary, errors);
+        let mut tool = default_tool(function, default_name, summary, errors);
+        tool.hints = annotations::merge(&attr.annotations, &Annotations::default(), errors);
         check_preset(&tool, attr_span(), &params.config, errors);
         return vec![tool];
     }
@@ -45,7 +47,9 @@ pub(super) fn build_tools(
         }
         let tool = Tool {
             name,
+            title: preset.title.as_ref().map(LitStr::value),
             description,
+            hints: annotations::merge(&attr.annotations, &preset.annotations, errors),
             config: preset.config.clone(),
             arguments: preset.arguments.clone(),
             group: values(preset.group.as_deref()),
@@ -74,7 +78,9 @@ fn default_tool(
     }
     Tool {
         name,
+        title: None,
         description: summary.unwrap_or_default(),
+        hints: Hints::default(),
         config: Vec::new(),
         arguments: Vec::new(),
         group: Vec::new(),

@@ -1,5 +1,6 @@
 //! `list`: the services, their queues and subscription, their policy
-//! (concurrency, timeout, rate limit) and their tools, for people.
+//! (concurrency, timeout, rate limit) and their tools (with MCP's title and
+//! hints), for people.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,8 +20,16 @@ pub(super) fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
         }
         #[cfg(any(feature = "pulsar", feature = "mcp"))]
         writeln!(out, "  policy    {}", policy(*service))?;
-        for name in service.tool_names() {
-            writeln!(out, "  tool      {name}")?;
+        for tool in service.spec().tools {
+            write!(out, "  tool      {}", tool.name)?;
+            if let Some(title) = tool.title {
+                write!(out, " \"{title}\"")?;
+            }
+            let hints = tool.annotations.words();
+            if !hints.is_empty() {
+                write!(out, " ({})", hints.join(", "))?;
+            }
+            writeln!(out)?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -66,7 +66,7 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     DiscoverResult, Implementation, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -282,7 +282,8 @@ impl McpServer {
         for (at, hosted) in host.hosted_services().iter().enumerate() {
             let service = hosted.service;
             let metrics = host.metrics().service_on(service.id(), Via::Mcp);
-            for name in service.tool_names() {
+            for spec in service.spec().tools {
+                let name = spec.name;
                 let Some(descriptor) = registry.descriptors().tool.get(name) else {
                     continue;
                 };
@@ -300,6 +301,8 @@ impl McpServer {
                     descriptor.description.clone(),
                     Arc::new(input),
                 );
+                tool.title = spec.title.map(str::to_owned);
+                tool.annotations = annotations(spec);
                 if let Some((output, wrapped)) = output.as_ref().and_then(flavor::output_schema) {
                     tool = tool.with_raw_output_schema(Arc::new(output));
                     if wrapped {
@@ -554,6 +557,50 @@ fn result(text: String, shape: Shape) -> CallToolResult {
     result
 }
 
+/// A tool's MCP annotations: its hints and its title (for clients on
+/// 2025-03-26, which has no `title` of the tool itself), if it has either.
+fn annotations(spec: &crate::service::ToolSpec) -> Option<ToolAnnotations> {
+    let hints = &spec.annotations;
+    if hints.is_empty() && spec.title.is_none() {
+        return None;
+    }
+    let mut annotations = ToolAnnotations::default();
+    annotations.title = spec.title.map(str::to_owned);
+    annotations.read_only_hint = hints.read_only;
+    annotations.destructive_hint = hints.destructive;
+    annotations.idempotent_hint = hints.idempotent;
+    annotations.open_world_hint = hints.open_world;
+    Some(annotations)
+}
+
+/// `tool` as the protocol revision a client speaks has it: no annotations
+/// before 2025-03-26, no `title` of the tool itself before 2025-06-18
+/// (the annotations carry it there). A client whose revision is not known
+/// gets it all.
+fn as_revision(tool: &Tool, version: Option<&ProtocolVersion>) -> Tool {
+    let mut tool = tool.clone();
+    if let Some(version) = version {
+        if version.as_str() < ProtocolVersion::V_2025_06_18.as_str() {
+            tool.title = None;
+        }
+        if version.as_str() < ProtocolVersion::V_2025_03_26.as_str() {
+            tool.annotations = None;
+        }
+    }
+    tool
+}
+
+/// The protocol revision a request speaks: as rmcp knows it (the
+/// session's, or the request's own on 2026-07-28), else its
+/// `MCP-Protocol-Version` header (stateless HTTP).
+fn revision_of(context: &RequestContext<RoleServer>) -> Option<ProtocolVersion> {
+    context.protocol_version().or_else(|| {
+        let parts = context.extensions.get::<::http::request::Parts>()?;
+        let header = parts.headers.get("mcp-protocol-version")?.to_str().ok()?;
+        serde_json::from_value(Value::String(header.to_owned())).ok()
+    })
+}
+
 /// How long a client may reuse the tool list (and `server/discover`'s
 /// answer), in milliseconds: the tools are fixed for the process's life, and
 /// after a rolling deploy clients see the new ones within a minute.
@@ -604,12 +651,13 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         // A caller whose token lacks a tool's scopes is not shown the tool.
         let caller = caller_of(&context);
+        let version = revision_of(&context);
         let result = ListToolsResult::with_all_items(
             self.inner
                 .tools
                 .iter()
                 .filter(|tool| caller.is_none_or(|caller| caller.may_call(&tool.tool.name)))
-                .map(|tool| tool.tool.clone())
+                .map(|tool| as_revision(&tool.tool, version.as_ref()))
                 .collect(),
         );
         Ok(match cache_hints(&context) {
