@@ -3,8 +3,10 @@
 //! search (FTS5).
 //!
 //! The database is opened once, at start-up, and shared by every request as
-//! `#[state]`; queries run on Tokio's blocking pool, off the handler
-//! threads. The binary's own flag `--db PATH` (env `CUSTOM_RAG_DB`), which
+//! `#[state]`. The handler is a plain `fn`: SQLite blocks, so the
+//! attribute runs it on Tokio's blocking pool, off the handler threads,
+//! under the same timeout, concurrency and drain, and `?` takes any error
+//! (`Box<dyn Error + Send + Sync>`). The binary's own flag `--db PATH` (env `CUSTOM_RAG_DB`), which
 //! `serve`, `call` and `mcp` list in their `--help`, names the file:
 //! created with the sample passages when it does not exist; rows another
 //! program inserts into `passages(collection, source, text)` are found by
@@ -15,6 +17,7 @@
 //! cargo run --example custom_rag -- call query-customers --db rag.db --args '{"question": "who ordered gears?"}'
 //! ```
 
+use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -261,38 +264,31 @@ impl Passages {
         description = "Query the product knowledge base",
         config(collection = "products", "max-results" = 2),
         arguments(question = "The question to ask about products")
-    )
+    ),
+    annotations(read_only, open_world = false)
 )]
-pub async fn custom_rag(
+pub fn custom_rag(
     #[config] config: &RagConfig,
     #[args] args: QueryArgs,
     #[state] passages: Arc<Passages>,
-) -> Result<Vec<Passage>, ToolError> {
-    let collection = config.collection.clone();
-    let limit = config.max_results;
+) -> Result<Vec<Passage>, Box<dyn Error + Send + Sync>> {
+    let collection = &config.collection;
     // The query's own span, inside the request's: with the `otel` feature,
     // it is the child of the request's span in the trace.
-    let query = tracing::info_span!(
+    let _query = tracing::info_span!(
         "search",
         otel.name = "SELECT passages",
         otel.kind = "client",
         db.system.name = "sqlite",
         db.collection.name = "passages",
-    );
-    // SQLite blocks: run it on the blocking pool, not on a handler thread.
-    tokio::task::spawn_blocking(move || {
-        let _query = query.enter();
-        if !passages.has_collection(&collection)? {
-            return Ok(Err(ToolError::with_type(
-                "not-found",
-                format!("no collection named `{collection}`"),
-            )));
-        }
-        passages.search(&collection, &args.question, limit).map(Ok)
-    })
-    .await
-    .map_err(|error| ToolError::new(format!("the search did not finish: {error}")))?
-    .map_err(|error: rusqlite::Error| ToolError::new(format!("the search failed: {error}")))?
+    )
+    .entered();
+    if !passages.has_collection(collection)? {
+        // A boxed ToolError keeps its type.
+        let missing = format!("no collection named `{collection}`");
+        return Err(ToolError::with_type("not-found", missing).into());
+    }
+    Ok(passages.search(collection, &args.question, config.max_results)?)
 }
 
 fn main() -> std::process::ExitCode {

@@ -258,6 +258,7 @@ fn list_names_queues_and_tools() {
     assert!(text.contains("request   non-persistent://tg/request/custom-rag"));
     assert!(text.contains("subscription custom-rag-request (Shared)"));
     assert!(text.contains("policy    concurrency 64, timeout 600s, rate none\n"));
+    assert!(text.contains("  blocking\n"), "a plain fn: {text}");
     assert!(text.contains("tool      query-customers"));
     let echo = String::from_utf8(run("echo", &["list"]).stdout).unwrap();
     // The `wait` service's own timeout attribute.

@@ -447,6 +447,36 @@ fn glue(service: &Service) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let parameters = quote! {
+        |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks, #state: #krate::__private::State|
+    };
+    let invoke = if service.blocking {
+        // A plain `fn`: called on the blocking pool.
+        quote! {
+            __tool_service_types().invoke_blocking(
+                &__RULES,
+                __invocation,
+                #parameters {
+                    #(#state_lookups)*
+                    let __output = #function(#(#call_arguments),*);
+                    #convert
+                },
+            )
+        }
+    } else {
+        quote! {
+            __tool_service_types().invoke(
+                &__RULES,
+                __invocation,
+                #parameters async move {
+                    #(#state_lookups)*
+                    let __output = #function(#(#call_arguments),*).await;
+                    #convert
+                },
+            )
+        }
+    };
+    let blocking = service.blocking;
     let scopes = &service.scopes;
     let streaming = params.stream.is_some();
     let tolerant = !service.strict;
@@ -518,15 +548,7 @@ fn glue(service: &Service) -> TokenStream {
             ) -> #krate::__private::HandlerFuture {
                 static __RULES: #krate::__private::ArgumentRules =
                     #krate::__private::ArgumentRules::new(#tolerant);
-                __tool_service_types().invoke(
-                    &__RULES,
-                    __invocation,
-                    |#config_binding, #arguments_binding, #context: #krate::__private::Context, #chunks: #krate::__private::Chunks, #state: #krate::__private::State| async move {
-                        #(#state_lookups)*
-                        let __output = #function(#(#call_arguments),*).await;
-                        #convert
-                    },
-                )
+                #invoke
             }
 
             fn __tool_service_config_schema() -> #krate::__private::schemars::Schema {
@@ -561,6 +583,7 @@ fn glue(service: &Service) -> TokenStream {
                     rate: #rate,
                     scopes: &[#(#scopes),*],
                     streaming: #streaming,
+                    blocking: #blocking,
                     takes_context: #takes_context,
                     tools: &[#(#tools),*],
                     config_schema: __tool_service_config_schema,

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use crate::service::{HandlerFuture, Invocation, Service};
+use crate::service::{HandlerFuture, Invocation, Lease, Service};
 use crate::state::State;
 use crate::stream::Chunks;
 use crate::wire::{Frame, Request};
@@ -102,6 +102,7 @@ pub fn dispatch<'a, S: FrameSink + Send>(
         id,
         Request::decode(payload),
         Limits::default(),
+        Lease::none(),
         sink,
     )
 }
@@ -207,11 +208,21 @@ pub fn dispatch_with<'a, S: FrameSink + Send>(
     limits: Limits,
     sink: &'a mut S,
 ) -> impl Future<Output = Result<bool, S::Error>> + Send + 'a {
-    dispatch_request(service, state, id, Request::decode(payload), limits, sink)
+    dispatch_request(
+        service,
+        state,
+        id,
+        Request::decode(payload),
+        limits,
+        Lease::none(),
+        sink,
+    )
 }
 
 /// The one request path: a request (or why it did not decode) in, its
-/// frames out to `sink`. Every transport and [`Registry::call`] come here.
+/// frames out to `sink`. Every transport and [`Registry::call`] come here,
+/// a host's transports with a [`Lease`] of the call's place for a blocking
+/// handler to hold.
 ///
 /// [`Registry::call`]: crate::Registry::call
 pub(crate) async fn dispatch_request<S: FrameSink + Send>(
@@ -220,13 +231,17 @@ pub(crate) async fn dispatch_request<S: FrameSink + Send>(
     id: &str,
     request: Result<Request, ToolError>,
     limits: Limits,
+    lease: Lease,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     if service.is_streaming() {
         // Boxed, so the common non-streaming path keeps a small future.
-        return Box::pin(dispatch_stream(service, state, id, request, limits, sink)).await;
+        return Box::pin(dispatch_stream(
+            service, state, id, request, limits, lease, sink,
+        ))
+        .await;
     }
-    let frame = dispatch_frame(service, state, id, request, limits).await;
+    let frame = dispatch_frame(service, state, id, request, limits, lease).await;
     let ok = frame.error.is_none();
     sink.send(id, frame).await?;
     Ok(ok)
@@ -245,10 +260,18 @@ pub(crate) fn dispatch_frame(
     id: &str,
     request: Result<Request, ToolError>,
     limits: Limits,
+    lease: Lease,
 ) -> FrameFuture {
     debug_assert!(!service.is_streaming(), "{service:?} streams");
     let handler = match request {
-        Ok(request) => Ok(call_in_time(service, state, id, request, limits.timeout)),
+        Ok(request) => Ok(call_in_time(
+            service,
+            state,
+            id,
+            request,
+            limits.timeout,
+            lease,
+        )),
         Err(error) => Err(Some(error)),
     };
     FrameFuture {
@@ -304,6 +327,7 @@ fn invocation(
     id: &str,
     mut request: Request,
     chunks: Chunks,
+    lease: Lease,
 ) -> Invocation {
     // The user moves to the context; the request keeps the JSON texts. A
     // handler that does not take the context gets one without the id, so
@@ -316,6 +340,7 @@ fn invocation(
         context,
         chunks,
         state: state_for(service, state),
+        lease,
     }
 }
 
@@ -327,8 +352,9 @@ fn call_in_time(
     id: &str,
     request: Request,
     timeout: Option<Duration>,
+    lease: Lease,
 ) -> Deadline {
-    let invocation = invocation(service, state, id, request, Chunks::disconnected());
+    let invocation = invocation(service, state, id, request, Chunks::disconnected(), lease);
     Deadline::new(CatchPanic(call_handler(service, invocation)), timeout)
 }
 
@@ -341,12 +367,22 @@ async fn dispatch_stream<S: FrameSink + Send>(
     id: &str,
     request: Result<Request, ToolError>,
     limits: Limits,
+    lease: Lease,
     sink: &mut S,
 ) -> Result<bool, S::Error> {
     let mut sink = Bounded::new(sink, limits.max_message_size);
     let outcome = match request {
         Ok(request) => {
-            stream_chunks(service, state, id, request, limits.timeout, &mut sink).await?
+            stream_chunks(
+                service,
+                state,
+                id,
+                request,
+                limits.timeout,
+                lease,
+                &mut sink,
+            )
+            .await?
         }
         Err(error) => Err(error),
     };
@@ -368,10 +404,11 @@ async fn stream_chunks<S: FrameSink + Send>(
     id: &str,
     request: Request,
     timeout: Option<Duration>,
+    lease: Lease,
     sink: &mut Bounded<'_, S>,
 ) -> Result<Result<String, ToolError>, S::Error> {
     let (chunks, mut receiver) = Chunks::channel();
-    let invocation = invocation(service, state, id, request, chunks);
+    let invocation = invocation(service, state, id, request, chunks, lease);
     let mut handler = CatchPanic(call_handler(service, invocation));
     let expired = async {
         match timeout {
@@ -617,6 +654,7 @@ mod tests {
             "req-9",
             Request::decode(payload),
             limits,
+            Lease::none(),
         )
         .await;
         assert_eq!(frame, Frame::last(Ok("req-9 for alice".into())));
@@ -856,5 +894,117 @@ mod size_tests {
         .unwrap();
         assert!(!ok);
         assert_eq!(frames[0].error.as_ref().unwrap().kind(), "invalid-request");
+    }
+}
+
+#[cfg(test)]
+mod blocking_tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::registry::Registry;
+    use crate::stream::StreamClosed;
+
+    /// Sleep on the thread, then say so.
+    ///
+    /// # Arguments
+    /// * `ms` - How long to sleep, in milliseconds.
+    #[crate::tool_service(topic = "blocking-tests-sleep")]
+    fn sleep(ms: u64, #[context] ctx: &Context) -> String {
+        std::thread::sleep(Duration::from_millis(ms));
+        format!("slept {ms} ms for {}", ctx.request_id())
+    }
+
+    /// Fail as asked.
+    ///
+    /// # Arguments
+    /// * `how` - `panic`, `typed` or `plain`.
+    #[crate::tool_service(topic = "blocking-tests-fail")]
+    fn fail(how: String) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+        match how.as_str() {
+            "panic" => panic!("blocking boom"),
+            "typed" => Err(ToolError::with_type("not-found", "no such note").into()),
+            _ => Ok(u8::try_from(300_u32).map(|n| n.to_string())?),
+        }
+    }
+
+    /// Stream lines from the thread.
+    #[crate::tool_service(topic = "blocking-tests-lines")]
+    fn lines(#[stream] out: Chunks) -> Result<&'static str, StreamClosed> {
+        for line in ["one", "two"] {
+            out.send_blocking(line)?;
+        }
+        Ok("end")
+    }
+
+    async fn call(topic: &str, arguments: &str) -> Vec<Frame> {
+        let registry = Registry::collect().unwrap();
+        let service = registry.service(&format!("{topic}-service")).unwrap();
+        let payload = serde_json::json!({"config": "{}", "arguments": arguments}).to_string();
+        let mut frames: Vec<Frame> = Vec::new();
+        dispatch(service, "r-1", payload.as_bytes(), &mut frames)
+            .await
+            .unwrap();
+        frames
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_plain_fn_runs_off_the_runtime_and_the_runtime_goes_on() {
+        assert!(Registry::collect()
+            .unwrap()
+            .service("blocking-tests-sleep-service")
+            .unwrap()
+            .is_blocking());
+        let started = Instant::now();
+        let (frames, ticked) =
+            tokio::join!(call("blocking-tests-sleep", r#"{"ms": 300}"#), async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                started.elapsed()
+            });
+        assert_eq!(frames, [Frame::last(Ok("slept 300 ms for r-1".into()))]);
+        // On the one thread of this runtime, the timer fired while the
+        // handler slept on its own.
+        assert!(ticked < Duration::from_millis(250), "{ticked:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_plain_fn_fails_as_an_async_one_does() {
+        let frames = call("blocking-tests-fail", r#"{"how": "panic"}"#).await;
+        let error = frames[0].error.as_ref().unwrap();
+        assert_eq!(error.kind(), ToolError::HANDLER_PANIC);
+        assert_eq!(error.message(), "the tool handler panicked: blocking boom");
+
+        let frames = call("blocking-tests-fail", r#"{"how": "typed"}"#).await;
+        let error = frames[0].error.as_ref().unwrap();
+        assert_eq!(
+            (error.kind(), error.message()),
+            ("not-found", "no such note")
+        );
+
+        let frames = call("blocking-tests-fail", r#"{"how": "plain"}"#).await;
+        let error = frames[0].error.as_ref().unwrap();
+        assert_eq!(error.kind(), ToolError::DEFAULT_TYPE);
+        assert_eq!(
+            error.message(),
+            "out of range integral type conversion attempted"
+        );
+
+        let frames = call("blocking-tests-fail", r#"{"how": 3}"#).await;
+        let error = frames[0].error.as_ref().unwrap();
+        assert_eq!(
+            error.kind(),
+            ToolError::INVALID_ARGUMENTS,
+            "decoded before the thread"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_plain_fn_streams_with_send_blocking() {
+        let frames = call("blocking-tests-lines", "{}").await;
+        let texts: Vec<(&str, bool)> = frames
+            .iter()
+            .map(|frame| (frame.response.as_str(), frame.end_of_stream))
+            .collect();
+        assert_eq!(texts, [("one", false), ("two", false), ("end", true)]);
     }
 }

@@ -157,6 +157,37 @@ impl TypedError for ToolError {
     }
 }
 
+/// A boxed error keeps the type of a [`ToolError`] inside it, so a handler
+/// that returns `Result<_, Box<dyn Error + Send + Sync>>` uses `?` on any
+/// error and still answers `not-found` where it returned
+/// `Err(ToolError::with_type("not-found", …).into())`; any other error is
+/// `tool-service-error`.
+impl TypedError for Box<dyn std::error::Error + Send + Sync> {
+    fn error_type(&self) -> Cow<'static, str> {
+        boxed_error_type(self.downcast_ref())
+    }
+}
+
+/// As for `Box<dyn Error + Send + Sync>`.
+impl TypedError for Box<dyn std::error::Error + Send> {
+    fn error_type(&self) -> Cow<'static, str> {
+        boxed_error_type(self.downcast_ref())
+    }
+}
+
+/// As for `Box<dyn Error + Send + Sync>`.
+impl TypedError for Box<dyn std::error::Error> {
+    fn error_type(&self) -> Cow<'static, str> {
+        boxed_error_type(self.downcast_ref())
+    }
+}
+
+fn boxed_error_type(inner: Option<&ToolError>) -> Cow<'static, str> {
+    inner.map_or(Cow::Borrowed(ToolError::DEFAULT_TYPE), |error| {
+        error.kind.clone()
+    })
+}
+
 impl<T: TypedError + ?Sized> TypedError for &T {
     fn error_type(&self) -> Cow<'static, str> {
         (**self).error_type()

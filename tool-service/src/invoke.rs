@@ -5,6 +5,8 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
@@ -12,7 +14,7 @@ use crate::context::Context;
 use crate::decode::{decode, decode_arguments, decode_showing, Part, Quoted};
 use crate::error::ToolError;
 use crate::schema::rules::Rules;
-use crate::service::{HandlerFuture, Invocation};
+use crate::service::{HandlerFuture, Invocation, Lease};
 use crate::state::State;
 use crate::stream::Chunks;
 
@@ -70,6 +72,21 @@ where
         Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
     {
         invoke::<Self, F, Fut>(rules, invocation, body)
+    }
+
+    /// [`invoke_blocking`] with these types.
+    pub fn invoke_blocking<F>(
+        self,
+        rules: &'static ArgumentRules,
+        invocation: Invocation,
+        body: F,
+    ) -> HandlerFuture
+    where
+        C: Send,
+        A: Send,
+        F: FnOnce(C, A, Context, Chunks, State) -> Result<String, ToolError> + Send + 'static,
+    {
+        invoke_blocking::<Self, F>(rules, invocation, body)
     }
 
     /// [`config_schema`] of these types.
@@ -130,20 +147,107 @@ where
         context,
         chunks,
         state,
+        lease: _,
     } = invocation;
-    let config = match decode::<S::Config>(&request.config, Part::Config) {
-        Ok(config) => config,
+    match decode_both::<S>(rules, &request) {
+        Ok((config, arguments)) => Box::pin(body(config, arguments, context, chunks, state)),
+        Err(error) => Box::pin(std::future::ready(Err(error))),
+    }
+}
+
+/// [`invoke`] for a plain `fn`: decodes here, then runs `body` on tokio's
+/// blocking pool, in the request's span. The thread holds the call's
+/// [`Lease`](crate::service::Lease): a call answered at its timeout (or
+/// cancelled) keeps its concurrency permit and its place in the drain until
+/// the function returns, since a thread cannot be stopped, and a WARN says
+/// when it did. A panic on the thread is the handler's panic.
+pub(crate) fn invoke_blocking<S, F>(
+    rules: &'static ArgumentRules,
+    invocation: Invocation,
+    body: F,
+) -> HandlerFuture
+where
+    S: ServiceTypes,
+    S::Config: Send,
+    S::Arguments: Send,
+    F: FnOnce(S::Config, S::Arguments, Context, Chunks, State) -> Result<String, ToolError>
+        + Send
+        + 'static,
+{
+    let Invocation {
+        request,
+        context,
+        chunks,
+        state,
+        lease,
+    } = invocation;
+    let (config, arguments) = match decode_both::<S>(rules, &request) {
+        Ok(decoded) => decoded,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };
-    let arguments = match decode_arguments::<S::Arguments>(
-        &request.arguments,
-        rules.get::<S>(),
-        rules.tolerant,
-    ) {
-        Ok(arguments) => arguments,
-        Err(error) => return Box::pin(std::future::ready(Err(error))),
-    };
-    Box::pin(body(config, arguments, context, chunks, state))
+    let span = tracing::Span::current();
+    Box::pin(blocking(lease, span, move || {
+        body(config, arguments, context, chunks, state)
+    }))
+}
+
+/// Runs `work` on the blocking pool, holding `lease` until it returns.
+async fn blocking<F>(lease: Lease, span: tracing::Span, work: F) -> Result<String, ToolError>
+where
+    F: FnOnce() -> Result<String, ToolError> + Send + 'static,
+{
+    let answered = Arc::new(AtomicBool::new(false));
+    let thread_answered = Arc::clone(&answered);
+    let started = std::time::Instant::now();
+    let thread = tokio::task::spawn_blocking(move || {
+        let _lease = lease;
+        let outcome = span.in_scope(work);
+        if thread_answered.load(Ordering::Acquire) {
+            span.in_scope(|| {
+                tracing::warn!(
+                    ran = ?started.elapsed(),
+                    "a blocking handler returned after its call was answered (timed out or cancelled); \
+                     its concurrency permit was held until now"
+                );
+            });
+        }
+        outcome
+    });
+    // Marks the call answered if this future is dropped before the thread
+    // is done: at the timeout, or when the client cancels.
+    let mut waiting = Answered(Some(answered));
+    let joined = thread.await;
+    waiting.0 = None;
+    match joined {
+        Ok(outcome) => outcome,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => Err(ToolError::with_type(
+            ToolError::UNAVAILABLE,
+            "the service is shutting down; try again",
+        )),
+    }
+}
+
+/// Sets its flag when dropped while still holding it.
+struct Answered(Option<Arc<AtomicBool>>);
+
+impl Drop for Answered {
+    fn drop(&mut self) {
+        if let Some(flag) = self.0.take() {
+            flag.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// A request's config and arguments, decoded as the service's types.
+fn decode_both<S: ServiceTypes>(
+    rules: &'static ArgumentRules,
+    request: &crate::wire::Request,
+) -> Result<(S::Config, S::Arguments), ToolError> {
+    let config = decode::<S::Config>(&request.config, Part::Config)?;
+    let arguments =
+        decode_arguments::<S::Arguments>(&request.arguments, rules.get::<S>(), rules.tolerant)?;
+    Ok((config, arguments))
 }
 
 /// The `#[state]` value of type `T`, or the error a request gets when it was

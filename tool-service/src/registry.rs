@@ -475,8 +475,16 @@ impl Registry {
             timeout: service.timeout(),
             max_message_size: Some(crate::wire::DEFAULT_MAX_MESSAGE_SIZE),
         };
-        match dispatch::dispatch_request(service, &self.state, id, Ok(request), limits, &mut frames)
-            .await
+        match dispatch::dispatch_request(
+            service,
+            &self.state,
+            id,
+            Ok(request),
+            limits,
+            crate::service::Lease::none(),
+            &mut frames,
+        )
+        .await
         {
             Ok(_) => Ok(frames),
             Err(never) => match never {},
@@ -624,6 +632,7 @@ mod tests {
             rate: None,
             scopes: &[],
             streaming: false,
+            blocking: false,
             takes_context: false,
             tools: &[],
             config_schema: invoke::config_schema::<Empty>,

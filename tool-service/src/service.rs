@@ -29,6 +29,37 @@ pub struct Invocation {
     pub(crate) context: Context,
     pub(crate) chunks: Chunks,
     pub(crate) state: State,
+    pub(crate) lease: Lease,
+}
+
+/// A share of a call's place in its host (its concurrency permit and its
+/// count in the drain), for work that may outlive the call's answer: a
+/// blocking handler's thread holds one until the function returns, so that
+/// a call answered at its timeout still counts until its thread is free.
+#[derive(Clone, Default)]
+pub(crate) struct Lease(Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl Lease {
+    /// No place to hold: a call made outside a host ([`Registry::call`](crate::Registry::call)).
+    pub(crate) fn none() -> Self {
+        Self(None)
+    }
+
+    /// A share of `place`, which is released once every share is dropped.
+    #[cfg_attr(not(any(feature = "pulsar", feature = "mcp")), allow(dead_code))]
+    pub(crate) fn of(place: std::sync::Arc<dyn std::any::Any + Send + Sync>) -> Self {
+        Self(Some(place))
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Lease(held)"
+        } else {
+            "Lease(none)"
+        })
+    }
 }
 
 impl Invocation {
@@ -59,6 +90,8 @@ pub struct ServiceSpec {
     /// The OAuth scopes a caller's token must carry (none: empty).
     pub scopes: &'static [&'static str],
     pub streaming: bool,
+    /// Whether the handler is a plain `fn`, run on the blocking pool.
+    pub blocking: bool,
     /// Whether the handler takes the request's `#[context]`.
     pub takes_context: bool,
     pub tools: &'static [ToolSpec],
@@ -118,11 +151,13 @@ impl Annotations {
     };
 
     /// Whether no hint was written.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         *self == Self::default()
     }
 
     /// The hints in words, as `list` shows them: "read-only, closed world".
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn words(&self) -> Vec<&'static str> {
         let word = |value: Option<bool>, yes: &'static str, no: &'static str| {
             value.map(|flag| if flag { yes } else { no })
@@ -292,6 +327,12 @@ impl Service {
     /// Whether the handler streams chunks (`#[stream]`).
     pub fn is_streaming(&self) -> bool {
         self.0.streaming
+    }
+
+    /// Whether the handler is a plain `fn`, which runs on tokio's blocking
+    /// pool.
+    pub fn is_blocking(&self) -> bool {
+        self.0.blocking
     }
 
     /// The names of the tools this service backs.

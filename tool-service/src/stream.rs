@@ -111,6 +111,45 @@ impl Chunks {
             Sender::Disconnected => Err(StreamClosed),
         }
     }
+
+    /// [`send`](Self::send) for a blocking handler (a plain `fn`, run on
+    /// the blocking pool): sends one chunk, blocking the thread while
+    /// earlier chunks are still being delivered.
+    ///
+    /// ```
+    /// use tool_service::{tool_service, Chunks, StreamClosed};
+    ///
+    /// /// Read the lines of a log, one chunk each.
+    /// #[tool_service(topic = "read-log")]
+    /// fn read_log(#[stream] out: Chunks) -> Result<(), StreamClosed> {
+    ///     for line in ["started", "ready"] {
+    ///         out.send_blocking(line)?;
+    ///     }
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// [`StreamClosed`] when the response can no longer be delivered.
+    ///
+    /// # Panics
+    /// When called from async code (tokio's `blocking_send` panics inside
+    /// a runtime's worker): an `async fn` handler uses [`send`](Self::send).
+    pub fn send_blocking(&self, chunk: impl Into<String>) -> Result<(), StreamClosed> {
+        match &self.sender {
+            Sender::Response(sender) => {
+                sender.blocking_send(chunk.into()).map_err(|_| StreamClosed)
+            }
+            Sender::Collect(chunks) => {
+                chunks
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(chunk.into());
+                Ok(())
+            }
+            Sender::Disconnected => Err(StreamClosed),
+        }
+    }
 }
 
 /// The chunks a [`Chunks::collect`] end was sent.

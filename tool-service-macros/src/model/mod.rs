@@ -174,6 +174,8 @@ pub(crate) struct Service {
     pub(crate) scopes: Vec<String>,
     /// Whether the LLM's arguments decode without coercion.
     pub(crate) strict: bool,
+    /// A plain `fn`: run on the blocking pool.
+    pub(crate) blocking: bool,
     pub(crate) params: Params,
     pub(crate) output: Output,
     pub(crate) tools: Vec<Tool>,
@@ -183,10 +185,10 @@ pub(crate) struct Service {
 /// Builds the model, recording every problem in `errors`.
 pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -> Option<Service> {
     let signature = &function.sig;
-    if signature.asyncness.is_none() {
+    if let Some(constness) = &signature.constness {
         errors.spanned(
-            signature.fn_token,
-            "`#[tool_service]` functions must be `async fn`; add `async`",
+            constness,
+            "`#[tool_service]` functions cannot be `const`: a tool runs when it is called; remove `const`",
         );
     }
     if !signature.generics.params.is_empty() || signature.generics.where_clause.is_some() {
@@ -278,6 +280,7 @@ pub(crate) fn build(attr: ServiceAttr, function: &ItemFn, errors: &mut Errors) -
         rate,
         scopes,
         strict: attr.strict.is_some(),
+        blocking: signature.asyncness.is_none(),
         params,
         output,
         tools,

@@ -18,6 +18,9 @@ pub(super) fn list(registry: &Registry, out: &mut dyn Write) -> CliResult {
         if service.is_streaming() {
             writeln!(out, "  streaming")?;
         }
+        if service.is_blocking() {
+            writeln!(out, "  blocking")?;
+        }
         #[cfg(any(feature = "pulsar", feature = "mcp"))]
         writeln!(out, "  policy    {}", policy(*service))?;
         for tool in service.spec().tools {

@@ -14,6 +14,7 @@ use super::{shutting_down, Host, Hosted, Inner};
 use crate::error::ToolError;
 use crate::log_text::Untrusted;
 use crate::metrics::{InFlight, ServiceMetrics};
+use crate::service::Lease;
 use crate::trace::RequestSpan;
 
 /// What step 2 of admission does when the budget is spent.
@@ -39,10 +40,16 @@ pub(crate) struct Admitted {
 /// service's concurrency permits, and timed.
 #[must_use = "a call that is dropped unfinished is not counted as answered"]
 pub(crate) struct Call {
-    _counted: Counted,
-    _permit: OwnedSemaphorePermit,
+    place: Arc<Place>,
     in_flight: InFlight,
     started: Instant,
+}
+
+/// A call's place in its host: its count in the drain and its concurrency
+/// permit, released once the call and every [`Lease`] of it are gone.
+struct Place {
+    _counted: Counted,
+    _permit: OwnedSemaphorePermit,
 }
 
 /// A refusal on its way to its caller (over Pulsar, until the broker
@@ -160,8 +167,10 @@ impl Admitted {
         metrics: &Arc<ServiceMetrics>,
     ) -> Call {
         Call {
-            _counted: self.counted,
-            _permit: permit,
+            place: Arc::new(Place {
+                _counted: self.counted,
+                _permit: permit,
+            }),
             in_flight: metrics.start(),
             started: Instant::now(),
         }
@@ -169,6 +178,13 @@ impl Admitted {
 }
 
 impl Call {
+    /// A share of this call's place (permit and drain count) for a
+    /// blocking handler's thread, which may run on after the call is
+    /// answered (at its timeout): the place is free once both are done.
+    pub(crate) fn lease(&self) -> Lease {
+        Lease::of(Arc::clone(&self.place) as Arc<dyn std::any::Any + Send + Sync>)
+    }
+
     /// The call was answered: with a result (`error` is `None`) or with
     /// `error`. Counted and timed in the metrics it started in, with the
     /// error's type on its span; the permit and the drain's count go with

@@ -284,3 +284,102 @@ async fn the_drain_refuses_new_calls_and_waits_for_those_in_flight() {
         .await
         .expect("the transports hear that the drain is over");
 }
+
+/// Opened by a test: the blocking handler below waits for it.
+static GATE: (std::sync::Mutex<bool>, std::sync::Condvar) =
+    (std::sync::Mutex::new(false), std::sync::Condvar::new());
+
+fn set_gate(open: bool) {
+    *GATE.0.lock().unwrap() = open;
+    GATE.1.notify_all();
+}
+
+/// Waits on its thread until the test opens the gate.
+#[crate::tool_service(topic = "host-tests-blocking", timeout = "100ms")]
+fn host_blocking() -> &'static str {
+    let (open, opened) = &GATE;
+    let guard = open.lock().unwrap();
+    drop(opened.wait_while(guard, |open| !*open).unwrap());
+    "done"
+}
+
+/// A call of `host-tests-blocking-service` on `host`, answered at its
+/// timeout while its thread waits at the gate.
+async fn timed_out_blocking_call(host: &Host) {
+    let hosted = host.hosted("host-tests-blocking-service").unwrap();
+    let metrics = metrics_of(host, "host-tests-blocking-service");
+    let call = host
+        .admit(hosted, 0, OverBudget::Refuse)
+        .unwrap()
+        .try_start(&metrics)
+        .ok()
+        .unwrap();
+    let limits = crate::dispatch::Limits::default().with_timeout(hosted.timeout);
+    let request = crate::wire::Request::decode(br#"{"config": "{}", "arguments": "{}"}"#);
+    let state = State::empty();
+    let lease = call.lease();
+    let frame =
+        crate::dispatch::dispatch_frame(hosted.service, state, "r", request, limits, lease).await;
+    assert_eq!(frame.error.as_ref().unwrap().kind(), ToolError::TIMEOUT);
+    call.finish(&crate::trace::RequestSpan::none(), frame.error.as_ref());
+}
+
+#[tokio::test]
+async fn a_blocking_call_answered_at_its_timeout_keeps_its_place_until_its_thread_returns() {
+    let options = HostOptions {
+        concurrency: Some(1),
+        ..only(&["host-tests-blocking-service"])
+    };
+    let host = Host::new(registry(), &options).unwrap();
+    let hosted = host.hosted("host-tests-blocking-service").unwrap();
+    let metrics = metrics_of(&host, "host-tests-blocking-service");
+    // A failed assertion opens the gate, so that the runtime, which waits
+    // for its blocking threads when it is dropped, does not hang the test.
+    struct OpenOnDrop;
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            set_gate(true);
+        }
+    }
+    let _open = OpenOnDrop;
+
+    // Answered, but its thread still runs: the permit is still its own.
+    set_gate(false);
+    timed_out_blocking_call(&host).await;
+    assert_eq!(host.in_flight(), 1);
+    let next = host.admit(hosted, 0, OverBudget::Refuse).unwrap();
+    let next = next
+        .try_start(&metrics)
+        .err()
+        .expect("no permit while the thread runs");
+    let started = {
+        let (host, metrics) = (host.clone(), Arc::clone(&metrics));
+        tokio::spawn(async move { next.start(&host, &metrics).await.ok() })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !started.is_finished(),
+        "waits for the thread, not for the answer"
+    );
+    set_gate(true);
+    let next = tokio::time::timeout(Duration::from_secs(10), started)
+        .await
+        .expect("the permit is free once the thread returned")
+        .unwrap()
+        .expect("started");
+    next.finish(&crate::trace::RequestSpan::none(), None);
+    assert_eq!(host.in_flight(), 0);
+
+    // The drain waits for such a thread too.
+    set_gate(false);
+    timed_out_blocking_call(&host).await;
+    let draining = {
+        let host = host.clone();
+        tokio::spawn(async move { host.drain(Duration::from_secs(30)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!draining.is_finished(), "the drain waits for the thread");
+    set_gate(true);
+    assert!(draining.await.unwrap(), "drained once the thread returned");
+    assert_eq!(host.in_flight(), 0);
+}

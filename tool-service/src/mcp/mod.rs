@@ -464,6 +464,7 @@ impl McpServer {
             id,
             Ok(request),
             tool.limits,
+            call.lease(),
             &mut sink,
         );
         let granted = caller.and_then(|caller| caller.scopes.clone());

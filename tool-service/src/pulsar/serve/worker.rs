@@ -553,6 +553,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     id_of::<R>(&message),
                     request,
                     limits,
+                    call.lease(),
                 );
                 let frame = reply.await;
                 Done::Answer(Answer {
@@ -573,7 +574,15 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             let state = &self.state;
             let (payload, id) = (R::payload(&message), id_of::<R>(&message));
             self.gate.poll_once(|| {
-                dispatch::dispatch_frame(service, state, id, Request::decode(payload), limits)
+                let lease = call.lease();
+                dispatch::dispatch_frame(
+                    service,
+                    state,
+                    id,
+                    Request::decode(payload),
+                    limits,
+                    lease,
+                )
             })
         };
         let answer = |frame, span| Answer {

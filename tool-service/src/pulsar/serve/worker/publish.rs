@@ -10,8 +10,9 @@ use super::super::busy::{Answer, Done, Sent, RETURN_DELAY};
 use super::{id_of, Msg, Worker};
 use crate::dispatch::{self, FrameSink};
 use crate::error::ToolError;
+use crate::host::Call;
 use crate::log_text::Untrusted;
-use crate::service::Service;
+use crate::service::{Lease, Service};
 use crate::state::State;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
@@ -179,7 +180,8 @@ pub(super) async fn stream<R: Requests, P: Responses>(
     };
     let request = Request::decode(R::payload(&answer.message));
     let id = id_of::<R>(&answer.message);
-    match dispatch::dispatch_request(service, &state, id, request, limits, &mut sink).await {
+    let lease = answer.call.as_ref().map_or_else(Lease::none, Call::lease);
+    match dispatch::dispatch_request(service, &state, id, request, limits, lease, &mut sink).await {
         Ok(_) => {
             answer.frame = sink
                 .last

@@ -2,8 +2,8 @@ use tool_service::tool_service;
 
 /// Tell a joke.
 #[tool_service(topic = "joke")]
-fn tell_joke() -> String {
-    String::from("a joke")
+const fn tell_joke() -> &'static str {
+    "a joke"
 }
 
 fn main() {}
