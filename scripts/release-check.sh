@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The checks a release needs on top of the test command (scripts/test.sh):
 #   scripts/release-check.sh
-# The cargo features of tool-service, the fuzz targets, the packages as
-# published, the public API, licences and duplicate crates (cargo deny),
-# rustdoc, and the oldest Rust the crates support. Needs no broker. The two
-# cargo tools it uses are built once per machine (scripts/cargo-tool.sh).
+# The cargo features of tool-service, the fuzz targets, a crate made from
+# the README alone, the packages as published, the public API, licences and
+# duplicate crates (cargo deny), rustdoc, and the oldest Rust the crates
+# support. Needs no broker. The two cargo tools it uses are built once per
+# machine (scripts/cargo-tool.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/phase.sh
@@ -47,6 +48,13 @@ cargo build --workspace --benches --locked
 # The fuzz targets build (their invariants run on the seeds in
 # tests/offline/fuzz_seeds.rs; scripts/fuzz.sh runs libFuzzer with nightly).
 cargo check --manifest-path fuzz/Cargo.toml --locked --bins
+
+# The README's "Add it to your crate" as a reader follows it: a new crate
+# outside the repository with the README's [dependencies], example and
+# test, and the testing guide's #[tokio::test] (offline, Cargo.lock's
+# versions).
+phase "a crate from the README alone"
+scripts/readme-crate.sh
 
 phase "packages of tool-service-macros and tool-service"
 scripts/package.sh

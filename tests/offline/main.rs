@@ -6,6 +6,8 @@
 //! * `features`: what each cargo feature adds to the dependency tree;
 //! * `fuzz_seeds`: the fuzz targets' invariants on the committed seeds;
 //! * `golden`: the wire vectors of the contract;
+//! * `links`: every link of the Markdown files works as a file, and the
+//!   guides' links to files and docs.rs name items in rustdoc;
 //! * `ops`: the metrics and probes of `mcp` (HTTP and stdio) and of `serve
 //!   --mcp-listen` while its broker does not answer;
 //! * `registries`: every example binary's registry is valid;
@@ -21,6 +23,7 @@ mod docs;
 mod features;
 mod fuzz_seeds;
 mod golden;
+mod links;
 mod ops;
 mod registries;
 mod suites;

@@ -180,5 +180,11 @@ pub use response::response_text;
 pub use service::Service;
 pub use state::State;
 pub use stream::{Chunks, Collected, StreamClosed};
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+/// [rate-limits]: crate::host#rate-limits
+/// [`Service::scopes`]: crate::Service::scopes
+///
 #[doc = include_str!("../docs/attribute.md")]
 pub use tool_service_macros::tool_service;

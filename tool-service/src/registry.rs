@@ -103,6 +103,15 @@ impl std::error::Error for RegistryError {}
 
 /// The checked set of services in this binary and their descriptors.
 ///
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+/// [llm-may-send]: macro@crate::tool_service#what-the-llm-may-send
+/// [`Registry::call`]: Registry::call
+/// [`Registry::call_tool`]: Registry::call_tool
+/// [`Registry::collect`]: Registry::collect
+/// [`Registry::with_state`]: Registry::with_state
+///
 #[doc = include_str!("../docs/testing.md")]
 #[derive(Debug, Clone)]
 pub struct Registry {

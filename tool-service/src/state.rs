@@ -30,6 +30,11 @@ use std::sync::Arc;
 /// are dropped in the reverse order of insertion, so one built from another
 /// (a cache over a pool) goes first.
 ///
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+/// [testing-guide]: crate::Registry#testing-your-tools
+///
 #[cfg_attr(feature = "cli", doc = include_str!("../docs/state.md"))]
 #[derive(Clone, Default)]
 pub struct State {

@@ -12,6 +12,24 @@
 //! joke mcp [--listen HOST:PORT] [--mcp-token-file FILE] [--mcp-allowed-host HOST]…
 //! ```
 //!
+// The guides below link other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+//! [`App`]: crate::App
+//! [`App::args`]: crate::App::args
+//! [`metrics`]: crate::metrics
+//! [deployment]: #deployment
+//! [mcp-guide]: crate::mcp
+//! [mcp-https]: crate::mcp#https
+//! [mcp-oauth]: crate::mcp#authorization-oauth-21
+//! [mcp-schemas]: crate::mcp#schemas-every-llm-provider-accepts
+//! [pulsar-guide]: crate::pulsar::serve
+//! [pulsar-load]: crate::pulsar::serve#load
+//! [rate-limits]: crate::host#rate-limits
+//! [trustgraph-guide]: crate::pulsar::announce
+//! [metrics-probes]: crate::metrics#probes
+//! [mcp-no-sessions]: crate::mcp#no-sessions-any-replica-answers-any-request
+//!
 #![doc = include_str!("../../docs/operations.md")]
 #![doc = include_str!("../../docs/deployment.md")]
 

@@ -50,6 +50,12 @@
 //! description is its `tool` descriptor's. `check-schemas` tells which
 //! providers take a binary's tools in either flavour.
 //!
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+//! [flags-and-variables]: crate::cli#flags-and-variables
+//! [attribute-scopes]: macro@crate::tool_service#oauth-scopes
+//!
 #![doc = include_str!("../../docs/mcp.md")]
 
 mod auth;

@@ -23,27 +23,6 @@
 //! commands export when an endpoint is set, and flush what is left within
 //! the grace period at shutdown.
 //!
-//! # What is read
-//! - `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` is appended) or
-//!   `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is): where spans go,
-//!   over OTLP/HTTP with protobuf bodies. Tracing is on when either is set,
-//!   or when `OTEL_TRACES_EXPORTER=otlp`, and off when
-//!   `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true`. Only `http://`
-//!   endpoints are supported: run the collector beside the service.
-//! - `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT` and their
-//!   `_TRACES_` forms, as the OTLP exporter reads them.
-//! - `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`: the resource.
-//! - `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`: sampling, with
-//!   `always_on`, `always_off`, `traceidratio` (the argument a ratio from 0
-//!   to 1, default 1) and their `parentbased_` forms; the default,
-//!   `parentbased_always_on`, keeps a caller's decision. Other samplers are
-//!   refused. A request the sampler drops costs what a log span costs: its
-//!   span is not an OpenTelemetry span, but its context (not sampled) is
-//!   current in its handler and carried by its frames.
-//! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_SCHEDULE_DELAY` (5000 ms),
-//!   `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512), `OTEL_BSP_EXPORT_TIMEOUT`
-//!   (30000 ms): the export queue.
-//!
 #![doc = include_str!("../../docs/tracing.md")]
 
 mod export;

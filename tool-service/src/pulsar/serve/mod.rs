@@ -6,6 +6,11 @@
 //! most `concurrency` in flight, answered under the same `id` property, and
 //! only then acknowledged.
 //!
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so these, read first, send
+// its labels to the items and sections of the rustdoc pages instead.
+//! [trustgraph-guide]: crate::pulsar::announce
+//!
 #![doc = include_str!("../../../docs/pulsar.md")]
 
 mod broker_health;
