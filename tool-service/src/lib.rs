@@ -185,6 +185,7 @@ pub use stream::{Chunks, Collected, StreamClosed};
 // its labels to the items and sections of the rustdoc pages instead.
 /// [rate-limits]: crate::host#rate-limits
 /// [`Service::scopes`]: crate::Service::scopes
+/// [`Chunks::send_blocking`]: crate::Chunks::send_blocking
 ///
 #[doc = include_str!("../docs/attribute.md")]
 pub use tool_service_macros::tool_service;

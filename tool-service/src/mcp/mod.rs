@@ -55,6 +55,7 @@
 // its labels to the items and sections of the rustdoc pages instead.
 //! [flags-and-variables]: crate::cli#flags-and-variables
 //! [attribute-scopes]: macro@crate::tool_service#oauth-scopes
+//! [attribute-annotations]: macro@crate::tool_service#mcp-annotations-and-titles
 //!
 #![doc = include_str!("../../docs/mcp.md")]
 
