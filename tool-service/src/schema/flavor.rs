@@ -1,24 +1,39 @@
-//! The JSON schemas an MCP client sees, in two flavours: the MCP
-//! specification's dialect, and the subset that strict LLM providers take.
+//! The JSON schemas an MCP client sees, in two flavours, each written so
+//! that the LLM providers' own MCP client code takes it
+//! ([`clients`](super::clients) checks what each path does):
 //!
-//! - [`SchemaFlavor::Spec`] (the default) serves the type's schema as
-//!   schemars writes it, JSON Schema 2020-12 as MCP has it: `$schema`,
-//!   `$defs` and `$ref`, `["T", "null"]` for an `Option`, documented enum
-//!   values as `oneOf` of `const`s, bounds and formats as written. Each
-//!   argument's description is the one its `tool` descriptor gives it.
-//! - [`SchemaFlavor::Portable`] serves what Gemini (google-genai), OpenAI's
-//!   strict mode (the OpenAI Agents SDK) and Anthropic's tool schemas all
-//!   take, written from the [schema model](super): no `$ref`, `$defs`,
-//!   `$schema`, `const`, `oneOf`, `allOf` or `null`; an optional argument is
-//!   simply not `required`; documented enum values as a plain `enum` with
-//!   the docs in the description; every object closed
-//!   (`additionalProperties: false`); what a provider refuses (exclusive
-//!   bounds, `multipleOf`, formats outside JSON Schema's common ones,
-//!   extension keywords, defaults) said in the description instead. Three
-//!   forms are degraded, and documented: a map is a list of `key`/`value`
-//!   pairs (which decoding turns back into the map), a
-//!   `serde_json::Value` is a text, number or boolean, and a recursive type
-//!   stops at [`MAX_NESTING`] levels.
+//! - [`SchemaFlavor::Spec`] (the default) serves JSON Schema 2020-12 as
+//!   MCP has it, from the type's schema as schemars writes it, in the forms
+//!   every client path takes: no `$schema` (MCP's default dialect; a
+//!   draft-07 validator refuses a schema that names 2020-12), documented
+//!   enum values as a plain `enum` with their docs in the description
+//!   (google-genai and LangChain drop `oneOf` and `const`), `Option<T>` as
+//!   `anyOf` of `T` and `null` (LangChain reads a list of types as a
+//!   string), a `$ref` with a description beside it inlined (google-genai
+//!   replaces a `$ref` by its target), no `additionalProperties: false`
+//!   (google-genai's MCP path crashes on it; unknown arguments are ignored
+//!   anyway) and `{}` for a schema of `true`. A type that states `$schema`
+//!   itself asks for its schema as written, and gets it (the conformance
+//!   suite's fixture does). Each argument's description is the one its
+//!   `tool` descriptor gives it.
+//! - [`SchemaFlavor::Portable`] serves what every client path takes,
+//!   strictly where it has a strict mode, and what the strict converters
+//!   (google-genai's `Schema.from_json_schema`, the OpenAI Agents SDK's
+//!   `ensure_strict_json_schema`, Anthropic's `transform_schema`) take
+//!   too, written from the [schema model](super): no `$ref`, `$defs`,
+//!   `$schema`, `const`, `oneOf`, `allOf` or lists of types; an optional
+//!   argument is not `required`, and `anyOf` of its type and `null` when
+//!   it has no default; documented enum values as a plain `enum` with the
+//!   docs in the description; objects left open, for the converters that
+//!   close them (OpenAI's strict conversion adds `additionalProperties:
+//!   false`; google-genai's MCP path crashes on it); what a provider
+//!   refuses (exclusive bounds, `multipleOf`, formats outside JSON
+//!   Schema's common ones, extension keywords, defaults) said in the
+//!   description instead. Three forms are degraded, and documented: a map
+//!   is a list of `key`/`value` pairs (which decoding turns back into the
+//!   map), a `serde_json::Value` is a text, number or boolean, and a
+//!   recursive type is written out [`MAX_NESTING`] levels deep, below that
+//!   as JSON text (which decoding reads).
 //!
 //! Output schemas are the same in both flavours: clients validate results
 //! against them, and no LLM provider reads them.
@@ -46,13 +61,15 @@ use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SchemaFlavor {
-    /// JSON Schema 2020-12 as the MCP specification has it: the type's
-    /// schema as schemars writes it (`$schema`, `$defs`, `$ref`, `null`
-    /// unions, `oneOf` of `const`s), with the descriptors' descriptions.
+    /// JSON Schema 2020-12 as the MCP specification has it, in the forms
+    /// the LLM providers' MCP clients take: the type's schema as schemars
+    /// writes it, without `$schema` (unless the type states it), with
+    /// documented enum values as a plain `enum`, `Option<T>` as `anyOf`
+    /// with `null`, and the descriptors' descriptions.
     #[default]
     Spec,
-    /// The subset Gemini, OpenAI's strict mode and Anthropic all accept: no
-    /// references, unions with `null`, `const` or `oneOf`; closed objects;
+    /// The subset every provider's client takes, strictly where it has a
+    /// strict mode: no references, `const`, `oneOf` or lists of types;
     /// what they refuse said in the descriptions instead.
     Portable,
 }
@@ -78,7 +95,7 @@ impl fmt::Display for SchemaFlavor {
 
 /// A schema flavour name that is neither `spec` nor `portable`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown schema flavour `{0}`: use `spec` (JSON Schema 2020-12, as MCP has it) or `portable` (what Gemini, OpenAI strict mode and Anthropic accept)")]
+#[error("unknown schema flavour `{0}`: use `spec` (JSON Schema 2020-12, as MCP has it) or `portable` (what every provider's strict mode accepts)")]
 pub struct ParseSchemaFlavorError(String);
 
 impl FromStr for SchemaFlavor {
@@ -93,7 +110,7 @@ impl FromStr for SchemaFlavor {
 }
 
 /// How many levels of a recursive type the portable flavour writes out;
-/// below that, a value of the type is any object.
+/// below that, a value of the type is its JSON text.
 pub(crate) const MAX_NESTING: usize = 8;
 
 /// A tool's input schema in `flavor`, from its service's argument schema
@@ -104,7 +121,19 @@ pub(crate) fn input_schema(
     described: &[(&str, &str)],
 ) -> Map<String, Value> {
     let mut root = match flavor {
-        SchemaFlavor::Spec => spec(arguments),
+        SchemaFlavor::Spec => {
+            let mut root = spec(arguments);
+            // A type that states `$schema` asks for its schema as written.
+            if !root.contains_key("$schema") {
+                let mut schema = Value::Object(root);
+                Rewriter::new(&schema).rewrite_root(&mut schema);
+                root = match schema {
+                    Value::Object(root) => root,
+                    _ => Map::new(),
+                };
+            }
+            root
+        }
         SchemaFlavor::Portable => {
             let model = Model::of(arguments);
             match Writer::new(&model).node(ROOT, 0, None) {
@@ -129,9 +158,6 @@ pub(crate) fn input_schema(
                 }
             }
         }
-    }
-    if flavor == SchemaFlavor::Portable {
-        root.insert("additionalProperties".into(), false.into());
     }
     root
 }
@@ -210,6 +236,278 @@ fn without_key(schema: &mut Value, key: &str) {
     }
 }
 
+/// Rewrites a schema as schemars writes it into the forms every client
+/// path takes (the default flavour; see the module's documentation).
+struct Rewriter {
+    /// The root's `$defs`, as written.
+    defs: Map<String, Value>,
+    /// The references whose target refers to itself, which stay references.
+    recursive: Vec<String>,
+}
+
+/// The keywords of a nullable schema that stay beside its `anyOf` of the
+/// type and `null`, rather than move into the type's branch.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+impl Rewriter {
+    fn new(root: &Value) -> Self {
+        let defs = root
+            .get("$defs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let recursive = defs
+            .keys()
+            .map(|name| format!("#/$defs/{name}"))
+            .filter(|reference| {
+                let mut seen = Vec::new();
+                Self::target(&defs, reference)
+                    .is_some_and(|target| Self::reaches(&defs, reference, target, &mut seen))
+            })
+            .collect();
+        Self { defs, recursive }
+    }
+
+    fn target<'d>(defs: &'d Map<String, Value>, reference: &str) -> Option<&'d Value> {
+        defs.get(reference.strip_prefix("#/$defs/")?)
+    }
+
+    /// Whether `schema` refers to `reference`, directly or through other
+    /// definitions.
+    fn reaches(
+        defs: &Map<String, Value>,
+        reference: &str,
+        schema: &Value,
+        seen: &mut Vec<String>,
+    ) -> bool {
+        match schema {
+            Value::Object(object) => object.iter().any(|(key, value)| {
+                if let ("$ref", Value::String(found)) = (key.as_str(), value) {
+                    if found == reference {
+                        return true;
+                    }
+                    if seen.contains(found) {
+                        return false;
+                    }
+                    seen.push(found.clone());
+                    return Self::target(defs, found)
+                        .is_some_and(|target| Self::reaches(defs, reference, target, seen));
+                }
+                Self::reaches(defs, reference, value, seen)
+            }),
+            Value::Array(values) => values
+                .iter()
+                .any(|value| Self::reaches(defs, reference, value, seen)),
+            _ => false,
+        }
+    }
+
+    fn rewrite_root(&self, root: &mut Value) {
+        let Value::Object(object) = root else {
+            return;
+        };
+        let mut defs = object.remove("$defs");
+        if let Some(Value::Object(entries)) = &mut defs {
+            entries.values_mut().for_each(|def| self.rewrite(def, 0));
+        }
+        self.rewrite(root, 0);
+        // The definitions still referred to, from the root and from each
+        // other.
+        let Some(Value::Object(mut entries)) = defs else {
+            return;
+        };
+        let mut used: Vec<String> = Vec::new();
+        collect_refs(root, &mut used);
+        let mut index = 0;
+        while index < used.len() {
+            if let Some(def) = Self::target(&entries, &used[index]) {
+                let mut more = Vec::new();
+                collect_refs(def, &mut more);
+                for reference in more {
+                    if !used.contains(&reference) {
+                        used.push(reference);
+                    }
+                }
+            }
+            index += 1;
+        }
+        entries.retain(|name, _| used.contains(&format!("#/$defs/{name}")));
+        if let (false, Value::Object(object)) = (entries.is_empty(), root) {
+            object.insert("$defs".into(), Value::Object(entries));
+        }
+    }
+
+    fn rewrite(&self, schema: &mut Value, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        if schema == &Value::Bool(true) {
+            *schema = Value::Object(Map::new());
+        }
+        let Value::Object(object) = schema else {
+            return;
+        };
+        // A `$ref` with keywords beside it, inlined (google-genai keeps
+        // only the target's).
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            let beside = object.keys().any(|key| key != "$ref");
+            if beside && !self.recursive.iter().any(|found| found == reference) {
+                if let Some(Value::Object(target)) = Self::target(&self.defs, reference) {
+                    let mut merged = target.clone();
+                    object.remove("$ref");
+                    merged.extend(std::mem::take(object));
+                    *object = merged;
+                }
+            }
+        }
+        if matches!(object.get("additionalProperties"), Some(Value::Bool(_))) {
+            object.remove("additionalProperties");
+        }
+        documented_enum(object);
+        nullable_type(object);
+        for (key, value) in object.iter_mut() {
+            match key.as_str() {
+                "properties" | "patternProperties" | "$defs" => {
+                    if let Value::Object(entries) = value {
+                        entries
+                            .values_mut()
+                            .for_each(|entry| self.rewrite(entry, depth + 1));
+                    }
+                }
+                "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                    if let Value::Array(entries) = value {
+                        entries
+                            .iter_mut()
+                            .for_each(|entry| self.rewrite(entry, depth + 1));
+                    }
+                }
+                "items" | "additionalProperties" | "not" | "if" | "then" | "else"
+                | "contains" => self.rewrite(value, depth + 1),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Every `$ref` in a schema.
+fn collect_refs(schema: &Value, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(reference)) => {
+                        if !found.contains(reference) {
+                            found.push(reference.clone());
+                        }
+                    }
+                    _ => collect_refs(value, found),
+                }
+            }
+        }
+        Value::Array(values) => values.iter().for_each(|value| collect_refs(value, found)),
+        _ => {}
+    }
+}
+
+/// `oneOf` (or `anyOf`) of documented `const`s, as schemars writes a
+/// unit-only enum whose variants have doc comments, as a plain `enum` with
+/// the docs in the description.
+fn documented_enum(object: &mut Map<String, Value>) {
+    for key in ["oneOf", "anyOf"] {
+        let Some(Value::Array(branches)) = object.get(key) else {
+            continue;
+        };
+        let mut variants = Vec::new();
+        for branch in branches {
+            let Some(branch) = branch.as_object() else {
+                return;
+            };
+            let constant = match branch.get("const") {
+                Some(constant) if !constant.is_null() => constant,
+                _ => return,
+            };
+            if !branch
+                .keys()
+                .all(|key| matches!(key.as_str(), "const" | "description" | "type" | "title"))
+            {
+                return;
+            }
+            variants.push(super::Variant {
+                value: constant.clone(),
+                doc: branch
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+        if variants.is_empty() {
+            return;
+        }
+        object.remove(key);
+        let word = match &variants[0].value {
+            Value::String(_) => "string",
+            Value::Bool(_) => "boolean",
+            Value::Number(number) if number.is_f64() => "number",
+            Value::Number(_) => "integer",
+            _ => return,
+        };
+        object.insert("type".into(), word.into());
+        let values: Vec<Value> = variants.iter().map(|variant| variant.value.clone()).collect();
+        object.insert("enum".into(), values.into());
+        if variants.iter().any(|variant| variant.doc.is_some()) {
+            let description = object
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let said = sentence(&format!("one of: {}", prose::values(&variants)));
+            object.insert("description".into(), prose::join(description, &said).into());
+        }
+        return;
+    }
+}
+
+/// `"type": ["T", "null"]` as `anyOf` of the type's schema and `null`.
+fn nullable_type(object: &mut Map<String, Value>) {
+    let Some(Value::Array(words)) = object.get("type") else {
+        return;
+    };
+    let named: Vec<&Value> = words.iter().filter(|word| *word != "null").collect();
+    let ([word], true) = (named.as_slice(), named.len() < words.len()) else {
+        return;
+    };
+    let mut branch = Map::new();
+    branch.insert("type".into(), (*word).clone());
+    let keys: Vec<String> = object
+        .keys()
+        .filter(|key| {
+            *key != "type" && !ANNOTATIONS.contains(&key.as_str()) && !key.starts_with("x-")
+        })
+        .cloned()
+        .collect();
+    for key in keys {
+        if let Some(mut value) = object.remove(&key) {
+            if let (true, Value::Array(values)) = (key == "enum", &mut value) {
+                values.retain(|value| !value.is_null());
+            }
+            branch.insert(key, value);
+        }
+    }
+    object.remove("type");
+    object.insert(
+        "anyOf".into(),
+        json!([Value::Object(branch), {"type": "null"}]),
+    );
+}
+
 /// Writes the portable flavour from the model.
 struct Writer<'m> {
     model: &'m Model,
@@ -249,11 +547,9 @@ impl<'m> Writer<'m> {
             schema.insert(key.to_owned(), value);
         };
         if depth > MAX_NESTING {
-            put("type", "object".into());
-            put("properties", json!({}));
-            put("additionalProperties", false.into());
+            put("type", "string".into());
             moved.push(String::from(
-                "nested deeper than the schema is written out: any object",
+                "nested deeper than the schema is written out: the value as JSON text",
             ));
             return (schema, moved);
         }
@@ -325,7 +621,6 @@ impl<'m> Writer<'m> {
                                 "value": self.node(*values, depth + 1, None),
                             },
                             "required": ["key", "value"],
-                            "additionalProperties": false,
                         }),
                     );
                     moved.push(String::from(
@@ -342,7 +637,6 @@ impl<'m> Writer<'m> {
                     if !required.is_empty() {
                         put("required", required.into());
                     }
-                    put("additionalProperties", false.into());
                 }
             }
             Kind::Enum(variants) => {
@@ -370,9 +664,27 @@ impl<'m> Writer<'m> {
         (schema, moved)
     }
 
+    /// Each field's schema; one that may be left out and may be `null`
+    /// (an `Option` without a default) is `anyOf` of its type and `null`,
+    /// so that a strict conversion that makes it required keeps it
+    /// optional in effect.
     fn fields(&self, fields: &[Field], depth: usize) -> Value {
         let properties = fields.iter().map(|field| {
-            let schema = self.node(field.node, depth + 1, field.description.as_deref());
+            let mut schema = self.node(field.node, depth + 1, field.description.as_deref());
+            if !field.required && self.model.node(field.node).nullable {
+                if let Value::Object(object) = &mut schema {
+                    let description = object.remove("description");
+                    let mut wrapper = Map::new();
+                    wrapper.insert(
+                        "anyOf".into(),
+                        json!([Value::Object(std::mem::take(object)), {"type": "null"}]),
+                    );
+                    if let Some(description) = description {
+                        wrapper.insert("description".into(), description);
+                    }
+                    schema = Value::Object(wrapper);
+                }
+            }
             (field.name.clone(), schema)
         });
         Value::Object(properties.collect())
