@@ -623,7 +623,16 @@ fn dereference<'a>(root: &'a Value, schema: &'a Value, refs: &mut Vec<&'a str>) 
 /// `_function_utils._dict_to_genai_schema` of a tool whose `args_schema`
 /// is the input schema, written back as JSON Schema.
 fn langchain_gemini(schema: &Value) -> Value {
-    let resolved = dereference(schema, schema, &mut Vec::new());
+    let mut resolved = dereference(schema, schema, &mut Vec::new());
+    // `_format_json_schema_to_gapic` takes the first `allOf` entry for the
+    // whole schema.
+    if let Some(first) = resolved
+        .get("allOf")
+        .and_then(Value::as_array)
+        .and_then(|all| all.first())
+    {
+        resolved = first.clone();
+    }
     let Some(object) = resolved.as_object() else {
         return Value::Object(Map::new());
     };

@@ -123,6 +123,7 @@ pub(crate) fn input_schema(
     let mut root = match flavor {
         SchemaFlavor::Spec => {
             let mut root = spec(arguments);
+            describe_arguments(&mut root, described);
             // A type that states `$schema` asks for its schema as written.
             if !root.contains_key("$schema") {
                 let mut schema = Value::Object(root);
@@ -136,10 +137,12 @@ pub(crate) fn input_schema(
         }
         SchemaFlavor::Portable => {
             let model = Model::of(arguments);
-            match Writer::new(&model).node(ROOT, 0, None) {
+            let mut root = match Writer::new(&model).node(ROOT, 0, None) {
                 Value::Object(root) => root,
                 _ => Map::new(),
-            }
+            };
+            describe_arguments(&mut root, described);
+            root
         }
     };
     // An MCP input schema is an object with properties.
@@ -147,19 +150,53 @@ pub(crate) fn input_schema(
         root.clear();
         root.insert("type".into(), "object".into());
     }
-    let properties = root
-        .entry("properties")
+    root.entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(properties) = properties {
-        for (name, description) in described {
-            if let Some(Value::Object(property)) = properties.get_mut(*name) {
-                if !description.is_empty() {
-                    property.insert("description".into(), (*description).into());
-                }
-            }
+    root
+}
+
+/// Each argument's description, as its `tool` descriptor gives it.
+fn describe_arguments(root: &mut Map<String, Value>, described: &[(&str, &str)]) {
+    let Some(Value::Object(properties)) = root.get_mut("properties") else {
+        return;
+    };
+    for (name, description) in described {
+        if let (Some(Value::Object(property)), false) =
+            (properties.get_mut(*name), description.is_empty())
+        {
+            describe(property, (*description).into());
         }
     }
-    root
+}
+
+/// Puts a description on a schema, or on the type's branch of `anyOf` of
+/// a type and `null` (google-genai keeps only that branch of it, and
+/// LangChain reads that branch's description first); a `$ref` branch
+/// keeps it beside the `anyOf`.
+fn describe(schema: &mut Map<String, Value>, description: Value) {
+    if let Some(branch) = typed_branch(schema) {
+        if !branch.contains_key("$ref") {
+            branch.insert("description".into(), description);
+            schema.remove("description");
+            return;
+        }
+    }
+    schema.insert("description".into(), description);
+}
+
+/// The branch that is not `null` of an `anyOf` of a schema and `null`.
+fn typed_branch(schema: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
+    let Some(Value::Array(branches)) = schema.get_mut("anyOf") else {
+        return None;
+    };
+    let null = |branch: &Value| branch.get("type").and_then(Value::as_str) == Some("null");
+    if branches.len() != 2 || branches.iter().filter(|branch| null(branch)).count() != 1 {
+        return None;
+    }
+    branches
+        .iter_mut()
+        .find(|branch| !null(branch))
+        .and_then(Value::as_object_mut)
 }
 
 /// The `outputSchema` MCP declares for a result of this schema, and
@@ -374,6 +411,12 @@ impl Rewriter {
         }
         documented_enum(object);
         nullable_type(object);
+        if let Some(description) = object.get("description").cloned() {
+            if let Some(branch) = typed_branch(object) {
+                branch.insert("description".into(), description);
+                object.remove("description");
+            }
+        }
         for (key, value) in object.iter_mut() {
             match key.as_str() {
                 "properties" | "patternProperties" | "$defs" => {
@@ -673,15 +716,11 @@ impl<'m> Writer<'m> {
             let mut schema = self.node(field.node, depth + 1, field.description.as_deref());
             if !field.required && self.model.node(field.node).nullable {
                 if let Value::Object(object) = &mut schema {
-                    let description = object.remove("description");
                     let mut wrapper = Map::new();
                     wrapper.insert(
                         "anyOf".into(),
                         json!([Value::Object(std::mem::take(object)), {"type": "null"}]),
                     );
-                    if let Some(description) = description {
-                        wrapper.insert("description".into(), description);
-                    }
                     schema = Value::Object(wrapper);
                 }
             }

@@ -193,7 +193,12 @@ impl Checker<'_> {
         let Some(object) = self.root.as_object() else {
             return;
         };
-        if object.contains_key("anyOf") {
+        // A single `allOf` entry is merged into the root first.
+        let merged_any_of = match object.get("allOf") {
+            Some(Value::Array(all)) if all.len() == 1 => all[0].get("anyOf").is_some(),
+            _ => false,
+        };
+        if object.contains_key("anyOf") || merged_any_of {
             self.refuse(
                 "",
                 String::from("the root of a strict schema cannot be `anyOf`"),
