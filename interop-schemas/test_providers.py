@@ -63,7 +63,7 @@ logging.getLogger("google_adk").setLevel(logging.ERROR)
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = Path(os.environ.get("TOOL_SERVICE_EXAMPLES", ROOT / "target" / "debug" / "examples"))
 EXAMPLES = ["conformance", "custom_rag", "echo", "groups", "joke", "schema_corpus", "streaming",
-            "two_crates"]
+            "tickets", "two_crates"]
 FLAVORS = ["spec", "portable"]
 GUIDE = ROOT / "tool-service" / "docs" / "mcp.md"
 
