@@ -184,7 +184,7 @@ def run_path(path, name, schema):
 # tool-service/src/schema/clients.rs, written again here).
 
 BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-          "minLength", "maxLength", "minItems", "maxItems", "pattern"]
+          "minLength", "maxLength", "minItems", "maxItems", "pattern", "uniqueItems"]
 TEXT_PREFIX = 60
 
 
@@ -493,11 +493,13 @@ def kind(what):
 def test_the_guide_shows_the_table_this_run_found():
     guide = GUIDE.read_text()
     assert TABLE_START in guide and TABLE_END in guide, "the guide has no client paths table"
-    found = guide.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+    head, rest = guide.split(TABLE_START, 1)
+    found, tail = rest.split(TABLE_END, 1)
     expected = table()
     if os.environ.get("TOOL_SERVICE_UPDATE_GUIDE"):
-        GUIDE.write_text(guide.replace(found, expected))
+        GUIDE.write_text(f"{head}{TABLE_START}\n{expected}\n{TABLE_END}{tail}")
         return
+    found = found.strip()
     assert found == expected, (
         "the guide's table differs from what this run found; "
         "rerun with TOOL_SERVICE_UPDATE_GUIDE=1 to write it:\n" + expected)

@@ -227,6 +227,7 @@ const BOUNDS: &[&str] = &[
     "minItems",
     "maxItems",
     "pattern",
+    "uniqueItems",
 ];
 
 /// The characters of a text fact that must be found again.

@@ -9,7 +9,9 @@
 //!   enum values as a plain `enum` with their docs in the description
 //!   (google-genai and LangChain drop `oneOf` and `const`), `Option<T>` as
 //!   `anyOf` of `T` and `null` (LangChain reads a list of types as a
-//!   string), a `$ref` with a description beside it inlined (google-genai
+//!   string), `oneOf` as `anyOf` and `const` as an `enum` of one value
+//!   (google-genai drops both), a `$ref` with a description beside it
+//!   inlined (google-genai
 //!   replaces a `$ref` by its target), no `additionalProperties: false`
 //!   (google-genai's MCP path crashes on it; unknown arguments are ignored
 //!   anyway) and `{}` for a schema of `true`. A type that states `$schema`
@@ -411,6 +413,22 @@ impl Rewriter {
         }
         documented_enum(object);
         nullable_type(object);
+        // google-genai drops `oneOf` and `const`: a union as `anyOf` (a
+        // Rust enum's branches are told apart by their tags, so nothing is
+        // widened), a constant as an `enum` of one value.
+        if let Some(Value::Array(branches)) = object.remove("oneOf") {
+            match object.get_mut("anyOf") {
+                Some(Value::Array(existing)) => existing.extend(branches),
+                _ => {
+                    object.insert("anyOf".into(), Value::Array(branches));
+                }
+            }
+        }
+        if !object.contains_key("enum") {
+            if let Some(constant) = object.remove("const") {
+                object.insert("enum".into(), Value::Array(vec![constant]));
+            }
+        }
         if let Some(description) = object.get("description").cloned() {
             if let Some(branch) = typed_branch(object) {
                 branch.insert("description".into(), description);
