@@ -351,11 +351,12 @@ fn walk<'a>(
         if !at.is_empty() {
             fact("description", BTreeSet::from([normal_text(text)]));
         }
-        reading
-            .descriptions
-            .entry(at.to_owned())
-            .or_default()
-            .push(text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase());
+        reading.descriptions.entry(at.to_owned()).or_default().push(
+            text.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase(),
+        );
     }
     for keyword in BOUNDS {
         if let Some(value) = object.get(*keyword) {
@@ -517,7 +518,10 @@ fn genai_convert(root: &Value) -> Value {
 
 fn genai_node(root: &Value, schema: &Value, refs: &mut Vec<String>) -> Value {
     let mut node = schema;
-    let reference = schema.get("$ref").and_then(Value::as_str).map(str::to_owned);
+    let reference = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     if let Some(reference) = &reference {
         if refs.contains(reference) {
             return Value::Object(Map::new());
@@ -553,8 +557,8 @@ fn genai_node(root: &Value, schema: &Value, refs: &mut Vec<String>) -> Value {
                     });
                     out.insert(key.clone(), Value::Object(properties));
                 }
-                "type" | "format" | "title" | "description" | "default" | "enum"
-                | "required" | "minimum" | "maximum" | "pattern" => {
+                "type" | "format" | "title" | "description" | "default" | "enum" | "required"
+                | "minimum" | "maximum" | "pattern" => {
                     out.insert(key.clone(), value.clone());
                 }
                 _ => {}
@@ -585,8 +589,7 @@ fn dereference<'a>(root: &'a Value, schema: &'a Value, refs: &mut Vec<&'a str>) 
                 if refs.contains(&reference) {
                     return Value::Object(beside);
                 }
-                let Some(target) = reference.strip_prefix('#').and_then(|p| root.pointer(p))
-                else {
+                let Some(target) = reference.strip_prefix('#').and_then(|p| root.pointer(p)) else {
                     return Value::Object(beside);
                 };
                 refs.push(reference);
@@ -642,7 +645,10 @@ fn langchain_gemini(schema: &Value) -> Value {
         out.insert("description".into(), description.clone());
     }
     if let Some(Value::Object(properties)) = object.get("properties") {
-        out.insert("properties".into(), Value::Object(gapic_properties(properties)));
+        out.insert(
+            "properties".into(),
+            Value::Object(gapic_properties(properties)),
+        );
     }
     Value::Object(out)
 }
@@ -677,15 +683,10 @@ fn gapic_properties(properties: &Map<String, Value>) -> Map<String, Value> {
                         Some("object") => Some("object"),
                         _ => None,
                     };
-                    let pick = branches
-                        .iter()
-                        .filter(|branch| match wanted {
-                            Some(wanted) => {
-                                branch.get("type").and_then(Value::as_str) == Some(wanted)
-                            }
-                            None => branch.get("type").and_then(Value::as_str) != Some("null"),
-                        })
-                        .next_back();
+                    let pick = branches.iter().rfind(|branch| match wanted {
+                        Some(wanted) => branch.get("type").and_then(Value::as_str) == Some(wanted),
+                        None => branch.get("type").and_then(Value::as_str) != Some("null"),
+                    });
                     if let Some(Value::Object(pick)) = pick {
                         let mut picked = pick.clone();
                         for key in ["enum", "items"] {
@@ -900,7 +901,10 @@ mod tests {
         assert_eq!(fallback.taken, Taken::Accepted);
         assert!(fallback.sentence.is_some());
         let plain = json!({"type": "object", "properties": {"s": {"type": "string"}}});
-        assert_eq!(outcome(ClientPath::AgentsStrict, &plain).taken, Taken::Strict);
+        assert_eq!(
+            outcome(ClientPath::AgentsStrict, &plain).taken,
+            Taken::Strict
+        );
         assert_eq!(outcome(ClientPath::Agents, &plain).taken, Taken::Accepted);
     }
 

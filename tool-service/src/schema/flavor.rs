@@ -451,8 +451,9 @@ impl Rewriter {
                             .for_each(|entry| self.rewrite(entry, depth + 1));
                     }
                 }
-                "items" | "additionalProperties" | "not" | "if" | "then" | "else"
-                | "contains" => self.rewrite(value, depth + 1),
+                "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                    self.rewrite(value, depth + 1)
+                }
                 _ => {}
             }
         }
@@ -522,7 +523,10 @@ fn documented_enum(object: &mut Map<String, Value>) {
             _ => return,
         };
         object.insert("type".into(), word.into());
-        let values: Vec<Value> = variants.iter().map(|variant| variant.value.clone()).collect();
+        let values: Vec<Value> = variants
+            .iter()
+            .map(|variant| variant.value.clone())
+            .collect();
         object.insert("enum".into(), values.into());
         if variants.iter().any(|variant| variant.doc.is_some()) {
             let description = object
@@ -779,6 +783,16 @@ mod tests {
             .to_value()
     }
 
+    /// The schema of `T` as services' argument schemas are generated:
+    /// without `$schema` unless the type states it.
+    fn arguments_of<T: JsonSchema>() -> Value {
+        let mut settings = schemars::generate::SchemaSettings::default();
+        settings.meta_schema = None;
+        schemars::SchemaGenerator::new(settings)
+            .into_root_schema_for::<T>()
+            .to_value()
+    }
+
     #[allow(dead_code)]
     #[derive(JsonSchema)]
     enum Colour {
@@ -835,23 +849,64 @@ mod tests {
     }
 
     #[test]
-    fn the_spec_flavour_keeps_the_schema_as_written() {
-        let arguments = schema_of::<Arguments>();
+    fn the_spec_flavour_writes_what_every_client_path_takes() {
+        let arguments = arguments_of::<Arguments>();
         let schema = Value::Object(input_schema(
             SchemaFlavor::Spec,
             &arguments,
-            &[("topic", "The topic for the joke")],
+            &[("topic", "The topic for the joke"), ("count", "How many.")],
         ));
-        assert_eq!(
-            schema["$schema"],
-            "https://json-schema.org/draft/2020-12/schema"
-        );
-        assert!(schema["$defs"]["Status"]["oneOf"].is_array());
+        walk(&schema, &mut |object| {
+            for key in ["$schema", "const", "oneOf", "additionalProperties"] {
+                if key == "additionalProperties" {
+                    assert!(
+                        !object.get(key).is_some_and(Value::is_boolean),
+                        "{object:?}"
+                    );
+                } else {
+                    assert!(!object.contains_key(key), "{key}: {object:?}");
+                }
+            }
+            assert!(
+                !object.get("type").is_some_and(Value::is_array),
+                "{object:?}"
+            );
+        });
         assert!(schema.get("title").is_none());
+        let properties = &schema["properties"];
+        assert_eq!(properties["topic"]["description"], "The topic for the joke");
+        // `Option<u32>`: `anyOf` of the type and `null`, described on the
+        // type's branch (google-genai keeps only that branch).
         assert_eq!(
-            schema["properties"]["topic"]["description"],
-            "The topic for the joke"
+            properties["count"],
+            json!({"anyOf": [
+                {"type": "integer", "format": "uint32", "minimum": 0, "description": "How many."},
+                {"type": "null"},
+            ]})
         );
+        // A documented enum: a plain `enum`, its docs in the description.
+        let status = &schema["$defs"]["Status"];
+        assert_eq!(status["enum"], json!(["open", "closed"]));
+        assert_eq!(
+            status["description"],
+            "A status. One of: `open` (Waiting), `closed` (Done)."
+        );
+        // A map keeps its values' schema.
+        assert_eq!(
+            properties["weights"]["additionalProperties"]["type"],
+            "integer"
+        );
+        assert_eq!(properties["anything"], json!({}));
+    }
+
+    #[test]
+    fn a_type_that_states_its_dialect_is_served_as_written() {
+        let mut arguments = arguments_of::<Arguments>();
+        arguments["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+        arguments["additionalProperties"] = json!(false);
+        let schema = Value::Object(input_schema(SchemaFlavor::Spec, &arguments, &[]));
+        assert_eq!(schema["additionalProperties"], false);
+        assert!(schema["$defs"]["Status"]["oneOf"].is_array());
         assert_eq!(
             schema["properties"]["count"]["type"],
             json!(["integer", "null"])
@@ -885,8 +940,9 @@ mod tests {
                 !object.get("type").is_some_and(Value::is_array),
                 "{object:?}"
             );
+            // Left open, for the converters that close them.
+            assert!(!object.contains_key("additionalProperties"), "{object:?}");
             if object.get("type") == Some(&json!("object")) {
-                assert_eq!(object["additionalProperties"], false, "{object:?}");
                 assert!(object.contains_key("properties"), "{object:?}");
             }
             if let Some(format) = object.get("format").and_then(Value::as_str) {
@@ -895,9 +951,14 @@ mod tests {
         });
         let properties = &schema["properties"];
         assert_eq!(properties["topic"]["description"], "The topic for the joke");
-        assert_eq!(properties["count"]["type"], "integer");
-        assert_eq!(properties["count"]["minimum"], 0);
-        assert_eq!(properties["colour"]["enum"], json!(["Red", "Green"]));
+        // An `Option` without a default: `anyOf` with `null`.
+        assert_eq!(properties["count"]["anyOf"][0]["type"], "integer");
+        assert_eq!(properties["count"]["anyOf"][0]["minimum"], 0);
+        assert_eq!(properties["count"]["anyOf"][1], json!({"type": "null"}));
+        assert_eq!(
+            properties["colour"]["anyOf"][0]["enum"],
+            json!(["Red", "Green"])
+        );
         assert_eq!(properties["status"]["enum"], json!(["open", "closed"]));
         assert_eq!(
             properties["status"]["description"],
@@ -935,7 +996,7 @@ mod tests {
         );
         assert_eq!(
             Value::Object(input_schema(SchemaFlavor::Portable, &arguments, &[])),
-            json!({"type": "object", "properties": {}, "additionalProperties": false})
+            json!({"type": "object", "properties": {}})
         );
     }
 
@@ -949,12 +1010,14 @@ mod tests {
         let schema = Value::Object(input_schema(SchemaFlavor::Portable, &schema, &[]));
         let mut node = &schema["properties"]["node"];
         let mut levels = 0;
-        while node.get("properties").and_then(|p| p.get("next")).is_some() {
+        while node["properties"]["next"].get("properties").is_some() {
             node = &node["properties"]["next"];
             levels += 1;
         }
-        assert_eq!(levels, MAX_NESTING);
-        assert!(node["description"].as_str().unwrap().contains("any object"));
+        assert_eq!(levels, MAX_NESTING - 1);
+        let below = &node["properties"]["next"];
+        assert_eq!(below["type"], "string");
+        assert!(below["description"].as_str().unwrap().contains("JSON text"));
     }
 
     #[test]
