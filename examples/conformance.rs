@@ -62,10 +62,13 @@ pub enum ContactMethod {
 
 /// The arguments of `json_schema_2020_12_tool`: composition and
 /// conditional keywords (a phone or an email, the one the contact method
-/// names), which the default schema flavour serves as written.
+/// names). The type states `$schema`, so the default schema flavour serves
+/// its schema as written, `additionalProperties: false` included, as the
+/// conformance suite wants (google-genai's MCP path crashes on it).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schemars(extend(
+    "$schema" = "https://json-schema.org/draft/2020-12/schema",
     "allOf" = [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
     "if" = {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
     "then" = {"required": ["phone"]},

@@ -1,9 +1,12 @@
-//! Arguments of every awkward shape, one tool each: nested structs,
+//! Two ordinary tools, as a notes crate would write them (`add-note`: a
+//! title with a length bound, a body, a list of documented enum values;
+//! `find-notes`: a query and a bounded limit with a default), then
+//! arguments of every awkward shape, one tool each: nested structs,
 //! `Option<Vec<Enum>>`, maps, tuples, recursive types, `#[serde(flatten)]`,
 //! internally and adjacently tagged enums, `serde_json::Value`, and bounds
-//! some providers refuse. `check-schemas` reports what each LLM provider
-//! makes of them, and `interop/test_schema_providers.py` runs the
-//! providers' own client code over them in both schema flavours.
+//! some providers refuse. `check-schemas` reports what each provider's MCP
+//! client code makes of them, and `interop-schemas/test_providers.py` runs
+//! that code over them in both schema flavours.
 //!
 //! ```text
 //! cargo run --example schema_corpus -- check-schemas --schema-flavor portable
@@ -14,6 +17,46 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tool_service::tool_service;
+
+/// What a note is about.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tag {
+    /// Something to do at work.
+    Work,
+    /// Something for home.
+    Home,
+    /// An idea for later.
+    Idea,
+}
+
+/// Add a note.
+///
+/// # Arguments
+/// * `title` - The note's title.
+/// * `body` - What the note says.
+/// * `tags` - What the note is about.
+#[tool_service(topic = "notes-add", tool(name = "add-note"))]
+async fn add_note(
+    #[arg(length(min = 1, max = 80))] title: String,
+    body: String,
+    tags: Vec<Tag>,
+) -> String {
+    format!("added {title:?} ({} characters, tags {tags:?})", body.len())
+}
+
+/// Find notes.
+///
+/// # Arguments
+/// * `query` - Words the notes contain.
+/// * `limit` - How many notes to list.
+#[tool_service(topic = "notes-find", tool(name = "find-notes"))]
+async fn find_notes(
+    query: String,
+    #[arg(range(min = 1, max = 50), default = 10)] limit: u32,
+) -> String {
+    format!("the first {limit} notes about {query:?}")
+}
 
 /// A point on a grid.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -134,3 +134,33 @@ def test_progress_reaches_the_sdk_over_http_and_stdio():
         progress = call["progress"]
         assert progress and progress == expected[: len(progress)], got
         assert len(progress) + len(late) == len(expected), got
+
+
+AJV_EXAMPLES = ["conformance", "custom_rag", "echo", "groups", "joke", "schema_corpus",
+                "streaming", "tickets", "two_crates"]
+
+
+def test_every_examples_input_schemas_compile_in_ajv_and_ajv2020():
+    # What a host's validator makes of the input schemas: the SDK's own, a
+    # default Ajv (draft-07: a schema naming 2020-12 in `$schema` is refused)
+    # and Ajv2020, in both schema flavours. The conformance fixture states
+    # `$schema` and uses 2020-12 keywords, so only Ajv2020 and the SDK's
+    # validator (which does not check the metaschema) take it.
+    schemas = []
+    for example in AJV_EXAMPLES:
+        for flavor in ("spec", "portable"):
+            run = subprocess.run(
+                [str(examples_dir() / example), "check-schemas", "--json", "--schema-flavor",
+                 flavor], capture_output=True, text=True, timeout=60)
+            for tool in json.loads(run.stdout)["tools"]:
+                schemas.append({"name": f"{example} {tool['name']} ({flavor})",
+                                "schema": tool["input_schema"]})
+    done = subprocess.run([str(ROOT / "scripts" / "mcp-ts-client.sh"), "ajv"],
+                          input=json.dumps(schemas), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(results) == len(schemas) > 40
+    for result in results:
+        assert result["sdk"] is None and result["ajv2020"] is None, result
+        if result["name"] != "conformance json_schema_2020_12_tool (spec)":
+            assert result["ajv"] is None, result

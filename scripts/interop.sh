@@ -22,5 +22,5 @@ echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 # Exit status 5: the arguments selected none of these tests.
 "$PYTHON27" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider "$@" || [ $? -eq 5 ]
 PROVIDERS="$(scripts/python-providers.sh)"
-echo "==> the tools' schemas through Gemini's, OpenAI's and Anthropic's own client code" >&2
+echo "==> the tools' schemas through the providers' own MCP client code (google-genai, ADK, OpenAI Agents, LangChain, Anthropic)" >&2
 "$PROVIDERS" -m pytest interop-schemas -q -p no:cacheprovider "$@" || [ $? -eq 5 ]

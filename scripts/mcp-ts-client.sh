@@ -36,6 +36,9 @@ if ! installed; then
 fi
 exec 9>&-
 [ "${1:-}" = "--install" ] && exit 0
+if [ "$1" = "ajv" ]; then
+  TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_ajv.mjs
+fi
 if [ "$1" = "oauth" ]; then
   shift
   TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_oauth_client.mjs "$@"

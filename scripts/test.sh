@@ -127,7 +127,7 @@ oauth_status=0
 wait "$oauth_tests" || oauth_status=$?
 cat "$logs/oauth-tests.out"
 [ "$oauth_status" -eq 0 ] || { echo "test.sh: the MCP authorization tests failed (above)" >&2; exit 1; }
-echo "==> the tools' schemas through Gemini's, OpenAI's and Anthropic's own client code" >&2
+echo "==> the tools' schemas through the providers' own MCP client code (google-genai, ADK, OpenAI Agents, LangChain, Anthropic)" >&2
 schemas_status=0
 wait "$schemas_tests" || schemas_status=$?
 cat "$logs/schemas-tests.out"

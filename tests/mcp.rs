@@ -227,23 +227,27 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
     let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
     assert_eq!(pun.description.as_deref(), Some("Tell a pun"));
     let schema = Value::Object((*pun.input_schema).clone());
-    // The MCP specification's dialect, as schemars writes it, with the
-    // description the `tool` descriptor gives the agent; the preset's
-    // config is not an argument at all.
+    // The MCP specification's dialect, as schemars writes it, in the
+    // forms every provider's MCP client takes (no `$schema`, an `Option` as
+    // `anyOf` with `null`, described on its type), with the description
+    // the `tool` descriptor gives the agent; the preset's config is not an
+    // argument at all.
     assert_eq!(
         schema,
         json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "properties": {
                 "topic": {"type": "string", "description": "The topic for the joke."},
-                "count": {
-                    "type": ["integer", "null"],
-                    "format": "uint8",
-                    "minimum": 0,
-                    "maximum": 255,
-                    "description": "How many jokes. Optional. From 0 to 255."
-                }
+                "count": {"anyOf": [
+                    {
+                        "type": "integer",
+                        "format": "uint8",
+                        "minimum": 0,
+                        "maximum": 255,
+                        "description": "How many jokes. Optional. From 0 to 255."
+                    },
+                    {"type": "null"}
+                ]}
             },
             "required": ["topic"]
         })
@@ -271,23 +275,26 @@ async fn the_portable_flavour_serves_what_strict_providers_take() {
     let connected = connect_with(|options| options.schema_flavor = SchemaFlavor::Portable).await;
     let tools = connected.client.list_all_tools().await.unwrap();
     let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
-    // No dialect, no null unions, no formats providers refuse, a closed
-    // object; the optional argument is not required.
+    // No dialect, no lists of types, no formats providers refuse, an
+    // open object (strict converters close it themselves); the optional
+    // argument is not required, and may be `null`.
     assert_eq!(
         Value::Object((*pun.input_schema).clone()),
         json!({
             "type": "object",
             "properties": {
                 "topic": {"type": "string", "description": "The topic for the joke."},
-                "count": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": 255,
-                    "description": "How many jokes. Optional. From 0 to 255."
-                }
+                "count": {"anyOf": [
+                    {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 255,
+                        "description": "How many jokes. Optional. From 0 to 255."
+                    },
+                    {"type": "null"}
+                ]}
             },
-            "required": ["topic"],
-            "additionalProperties": false
+            "required": ["topic"]
         })
     );
     // Results are validated against the output schema, which keeps `null`

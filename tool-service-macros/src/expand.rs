@@ -258,7 +258,11 @@ fn decoding_struct(
                 .map(|text| quote!(#[doc = #text]));
             let bounds = single.bounds.schema_attrs();
             if single.bounds.default.is_some() {
-                quote!(#doc #bounds #ident: ::core::option::Option<#param>,)
+                // Decoded as an `Option` (left out, it is the default), and
+                // described as the parameter's own type: not nullable, not
+                // required.
+                let with = param.to_string();
+                quote!(#doc #bounds #[serde(default)] #[schemars(with = #with)] #ident: ::core::option::Option<#param>,)
             } else {
                 quote!(#doc #bounds #ident: #param,)
             }

@@ -273,9 +273,14 @@ pub fn config_schema<S: ServiceTypes>() -> schemars::Schema {
     schemars::SchemaGenerator::default().into_root_schema_for::<S::Config>()
 }
 
-/// The JSON schema of a service's argument type.
+/// The JSON schema of a service's argument type, without `$schema`
+/// unless the type states one itself (MCP's default dialect is 2020-12
+/// already, and a client's draft-07 validator refuses a schema that names
+/// 2020-12).
 pub fn arguments_schema<S: ServiceTypes>() -> schemars::Schema {
-    schemars::SchemaGenerator::default().into_root_schema_for::<S::Arguments>()
+    let mut settings = schemars::generate::SchemaSettings::default();
+    settings.meta_schema = None;
+    schemars::SchemaGenerator::new(settings).into_root_schema_for::<S::Arguments>()
 }
 
 /// Checks that a preset's config values decode as the service's config type.

@@ -54,9 +54,9 @@ pub(crate) struct McpHttpArgs {
     #[arg(long, env = "TOOL_SERVICE_MCP_MAX_CONNECTIONS", default_value_t = crate::mcp::DEFAULT_MAX_CONNECTIONS as u32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     mcp_max_connections: u32,
     /// The JSON Schema dialect of the tools' schemas: `spec` (JSON Schema
-    /// 2020-12 as MCP has it) or `portable` (what Gemini, OpenAI strict
-    /// mode and Anthropic all accept). `check-schemas` tells which
-    /// providers take which.
+    /// 2020-12 as MCP has it, in the forms the providers' MCP clients
+    /// take) or `portable` (taken strictly where a client has a strict
+    /// mode). `check-schemas` tells what each client does with each.
     #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
     pub(super) schema_flavor: String,
     /// Serve MCP over HTTPS with this PEM certificate chain (with

@@ -1,5 +1,7 @@
-//! The `check-schemas` command: which LLM providers accept each tool's
-//! input schema, in a schema flavour, as their own client code decides.
+//! The `check-schemas` command: what each LLM provider's own MCP client
+//! code does with each tool's input schema, in a schema flavour, and what
+//! the LLM then no longer reads; the strict converters' verdicts on the
+//! schema as served follow, as a second opinion.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,6 +9,7 @@ use std::process::ExitCode;
 use serde_json::{json, Map, Value};
 
 use crate::registry::Registry;
+use crate::schema::clients::{self, ClientPath, Taken};
 use crate::schema::flavor::{self, SchemaFlavor};
 use crate::schema::providers::{self, Provider};
 
@@ -19,50 +22,72 @@ pub(crate) struct CheckArgs {
     /// `spec` or `portable`.
     #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
     schema_flavor: String,
-    /// Check only for these providers (repeatable): gemini, openai,
-    /// anthropic.
+    /// Check only the client paths to these providers (repeatable):
+    /// gemini, openai, anthropic.
     #[arg(long, value_delimiter = ',', value_name = "PROVIDER", value_parser = ["gemini", "openai", "anthropic"], ignore_case = true)]
     provider: Vec<String>,
-    /// Print JSON: each tool's input schema and each provider's verdict.
+    /// Print JSON: each tool's input schema, each client path's outcome
+    /// and the strict converters' verdicts.
     #[arg(long)]
     json: bool,
 }
 
-/// Reports, per tool and provider, acceptance and why not; fails when a
-/// provider refuses a tool.
+/// Reports, per tool and client path, whether the client takes the tool
+/// (strictly or not) and what the LLM no longer reads; fails when a
+/// client's code crashes on a tool.
 pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) -> CliResult {
     let flavor: SchemaFlavor = args.schema_flavor.parse()?;
-    let chosen: Vec<Provider> = Provider::ALL
+    let chosen = |provider: Provider| {
+        args.provider.is_empty()
+            || args
+                .provider
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(provider.name()))
+    };
+    let paths: Vec<ClientPath> = ClientPath::ALL
         .into_iter()
-        .filter(|provider| {
-            args.provider.is_empty()
-                || args
-                    .provider
-                    .iter()
-                    .any(|name| name.eq_ignore_ascii_case(provider.name()))
-        })
+        .filter(|path| chosen(path.provider()))
         .collect();
-    let mut refused = Vec::new();
+    let converters: Vec<Provider> = Provider::ALL.into_iter().filter(|p| chosen(*p)).collect();
+    let mut crashed = Vec::new();
     let mut tools = Vec::new();
     let mut text = String::new();
     for (name, schema) in input_schemas(registry, flavor) {
-        let mut verdicts = Map::new();
         text.push_str(&format!("{name} ({flavor})\n"));
-        for provider in &chosen {
-            let verdict = providers::check(*provider, &schema);
-            if verdict.accepts() {
-                text.push_str(&format!("  {:<10} accepts", provider.name()));
-                for note in &verdict.notes {
-                    text.push_str(&format!("; {note}"));
-                }
-                text.push('\n');
-            } else {
-                refused.push(format!("{name} ({provider})"));
-                text.push_str(&format!("  {:<10} refuses:\n", provider.name()));
-                for refusal in &verdict.refusals {
-                    text.push_str(&format!("    - {refusal}\n"));
-                }
+        let mut outcomes = Map::new();
+        for path in &paths {
+            let outcome = clients::outcome(*path, &schema);
+            text.push_str(&format!("  {:<21} {}\n", path.name(), said(&outcome)));
+            if outcome.taken == Taken::Crashes {
+                crashed.push(format!("{name} ({path})"));
             }
+            let lost: Vec<Value> = outcome
+                .lost
+                .iter()
+                .map(|lost| json!({"at": lost.at, "what": lost.what}))
+                .collect();
+            outcomes.insert(
+                path.name().into(),
+                json!({
+                    "outcome": outcome.taken.name(),
+                    "sentence": outcome.sentence,
+                    "lost": lost,
+                    "client": path.client(),
+                }),
+            );
+        }
+        let mut verdicts = Map::new();
+        let mut second = Vec::new();
+        for provider in &converters {
+            let verdict = providers::check(*provider, &schema);
+            second.push(match verdict.refusals.first() {
+                None => format!("{provider} takes it"),
+                Some(first) if verdict.refusals.len() == 1 => format!("{provider} refuses {first}"),
+                Some(first) => format!(
+                    "{provider} refuses {first} (and {} more)",
+                    verdict.refusals.len() - 1
+                ),
+            });
             verdicts.insert(
                 provider.name().into(),
                 json!({
@@ -73,7 +98,18 @@ pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) 
                 }),
             );
         }
-        tools.push(json!({"name": name, "input_schema": schema, "providers": verdicts}));
+        if !second.is_empty() {
+            text.push_str(&format!(
+                "  second opinion, the strict converters on this schema: {}\n",
+                second.join("; ")
+            ));
+        }
+        tools.push(json!({
+            "name": name,
+            "input_schema": schema,
+            "paths": outcomes,
+            "strict_converters": verdicts,
+        }));
     }
     if args.json {
         let report = json!({"flavor": flavor.name(), "tools": tools});
@@ -81,20 +117,32 @@ pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) 
     } else {
         out.write_all(text.as_bytes())?;
     }
-    if refused.is_empty() {
+    if crashed.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let hint = match flavor {
-        SchemaFlavor::Spec => " (`--schema-flavor portable` serves what all three accept)",
-        _ => "",
-    };
     Err(format!(
-        "a provider refuses a tool's schema in the {flavor} flavour ({} of {} checks): {}{hint}",
-        refused.len(),
-        tools.len() * chosen.len(),
-        refused.join(", ")
+        "a client's code crashes on a tool's schema in the {flavor} flavour: {}",
+        crashed.join(", ")
     )
     .into())
+}
+
+/// An outcome as a user's client would have it happen.
+fn said(outcome: &clients::Outcome) -> String {
+    let mut text = match (outcome.taken, &outcome.sentence) {
+        (Taken::Strict, _) => String::from("takes it, in strict mode"),
+        (Taken::Accepted, Some(why)) => format!("takes it, not in strict mode ({why})"),
+        (Taken::Accepted, None) => String::from("takes it"),
+        (Taken::Crashes, why) => format!(
+            "crashes: {}",
+            why.as_deref().unwrap_or("the conversion raises")
+        ),
+    };
+    if !outcome.lost.is_empty() {
+        let lost: Vec<String> = outcome.lost.iter().map(clients::Lost::phrase).collect();
+        text.push_str(&format!("; the model no longer reads {}", lost.join(", ")));
+    }
+    text
 }
 
 /// Each tool's input schema in `flavor`, as an MCP server serves it, in

@@ -42,13 +42,14 @@
 //! # Input schemas
 //! Two flavours ([`McpOptions::schema_flavor`], `--schema-flavor`):
 //! [`SchemaFlavor::Spec`], the default, serves JSON Schema 2020-12 as the
-//! MCP specification has it (the type's schema as schemars writes it, with
-//! `$schema`, `$defs` and `null` unions); [`SchemaFlavor::Portable`] serves
-//! what Gemini, OpenAI's strict mode and Anthropic all accept (no
-//! references, `null` unions, `const` or `oneOf`; closed objects; what
-//! they refuse said in the descriptions). Either way each argument's
-//! description is its `tool` descriptor's. `check-schemas` tells which
-//! providers take a binary's tools in either flavour.
+//! MCP specification has it, in the forms the LLM providers' MCP clients
+//! take (no `$schema` unless the type states it, documented enum values as
+//! `enum`, `Option<T>` as `anyOf` with `null`); [`SchemaFlavor::Portable`]
+//! serves what every client takes strictly where it has a strict mode (no
+//! references, `const`, `oneOf` or lists of types; what they refuse said
+//! in the descriptions). Either way each argument's description is its
+//! `tool` descriptor's. `check-schemas` tells what each provider's client
+//! does with a binary's tools in either flavour.
 //!
 // The guide below links other guides as files (for GitHub and a
 // checkout). A label's first definition wins, so these, read first, send

@@ -1,24 +1,41 @@
-//! The JSON schemas an MCP client sees, in two flavours: the MCP
-//! specification's dialect, and the subset that strict LLM providers take.
+//! The JSON schemas an MCP client sees, in two flavours, each written so
+//! that the LLM providers' own MCP client code takes it
+//! ([`clients`](super::clients) checks what each path does):
 //!
-//! - [`SchemaFlavor::Spec`] (the default) serves the type's schema as
-//!   schemars writes it, JSON Schema 2020-12 as MCP has it: `$schema`,
-//!   `$defs` and `$ref`, `["T", "null"]` for an `Option`, documented enum
-//!   values as `oneOf` of `const`s, bounds and formats as written. Each
-//!   argument's description is the one its `tool` descriptor gives it.
-//! - [`SchemaFlavor::Portable`] serves what Gemini (google-genai), OpenAI's
-//!   strict mode (the OpenAI Agents SDK) and Anthropic's tool schemas all
-//!   take, written from the [schema model](super): no `$ref`, `$defs`,
-//!   `$schema`, `const`, `oneOf`, `allOf` or `null`; an optional argument is
-//!   simply not `required`; documented enum values as a plain `enum` with
-//!   the docs in the description; every object closed
-//!   (`additionalProperties: false`); what a provider refuses (exclusive
-//!   bounds, `multipleOf`, formats outside JSON Schema's common ones,
-//!   extension keywords, defaults) said in the description instead. Three
-//!   forms are degraded, and documented: a map is a list of `key`/`value`
-//!   pairs (which decoding turns back into the map), a
-//!   `serde_json::Value` is a text, number or boolean, and a recursive type
-//!   stops at [`MAX_NESTING`] levels.
+//! - [`SchemaFlavor::Spec`] (the default) serves JSON Schema 2020-12 as
+//!   MCP has it, from the type's schema as schemars writes it, in the forms
+//!   every client path takes: no `$schema` (MCP's default dialect; a
+//!   draft-07 validator refuses a schema that names 2020-12), documented
+//!   enum values as a plain `enum` with their docs in the description
+//!   (google-genai and LangChain drop `oneOf` and `const`), `Option<T>` as
+//!   `anyOf` of `T` and `null` (LangChain reads a list of types as a
+//!   string), `oneOf` as `anyOf` and `const` as an `enum` of one value
+//!   (google-genai drops both), a `$ref` with a description beside it
+//!   inlined (google-genai
+//!   replaces a `$ref` by its target), no `additionalProperties: false`
+//!   (google-genai's MCP path crashes on it; unknown arguments are ignored
+//!   anyway) and `{}` for a schema of `true`. A type that states `$schema`
+//!   itself asks for its schema as written, and gets it (the conformance
+//!   suite's fixture does). Each argument's description is the one its
+//!   `tool` descriptor gives it.
+//! - [`SchemaFlavor::Portable`] serves what every client path takes,
+//!   strictly where it has a strict mode, and what the strict converters
+//!   (google-genai's `Schema.from_json_schema`, the OpenAI Agents SDK's
+//!   `ensure_strict_json_schema`, Anthropic's `transform_schema`) take
+//!   too, written from the [schema model](super): no `$ref`, `$defs`,
+//!   `$schema`, `const`, `oneOf`, `allOf` or lists of types; an optional
+//!   argument is not `required`, and `anyOf` of its type and `null` when
+//!   it has no default; documented enum values as a plain `enum` with the
+//!   docs in the description; objects left open, for the converters that
+//!   close them (OpenAI's strict conversion adds `additionalProperties:
+//!   false`; google-genai's MCP path crashes on it); what a provider
+//!   refuses (exclusive bounds, `multipleOf`, formats outside JSON
+//!   Schema's common ones, extension keywords, defaults) said in the
+//!   description instead. Three forms are degraded, and documented: a map
+//!   is a list of `key`/`value` pairs (which decoding turns back into the
+//!   map), a `serde_json::Value` is a text, number or boolean, and a
+//!   recursive type is written out [`MAX_NESTING`] levels deep, below that
+//!   as JSON text (which decoding reads).
 //!
 //! Output schemas are the same in both flavours: clients validate results
 //! against them, and no LLM provider reads them.
@@ -46,13 +63,15 @@ use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SchemaFlavor {
-    /// JSON Schema 2020-12 as the MCP specification has it: the type's
-    /// schema as schemars writes it (`$schema`, `$defs`, `$ref`, `null`
-    /// unions, `oneOf` of `const`s), with the descriptors' descriptions.
+    /// JSON Schema 2020-12 as the MCP specification has it, in the forms
+    /// the LLM providers' MCP clients take: the type's schema as schemars
+    /// writes it, without `$schema` (unless the type states it), with
+    /// documented enum values as a plain `enum`, `Option<T>` as `anyOf`
+    /// with `null`, and the descriptors' descriptions.
     #[default]
     Spec,
-    /// The subset Gemini, OpenAI's strict mode and Anthropic all accept: no
-    /// references, unions with `null`, `const` or `oneOf`; closed objects;
+    /// The subset every provider's client takes, strictly where it has a
+    /// strict mode: no references, `const`, `oneOf` or lists of types;
     /// what they refuse said in the descriptions instead.
     Portable,
 }
@@ -78,7 +97,7 @@ impl fmt::Display for SchemaFlavor {
 
 /// A schema flavour name that is neither `spec` nor `portable`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown schema flavour `{0}`: use `spec` (JSON Schema 2020-12, as MCP has it) or `portable` (what Gemini, OpenAI strict mode and Anthropic accept)")]
+#[error("unknown schema flavour `{0}`: use `spec` (JSON Schema 2020-12, as MCP has it) or `portable` (what every provider's strict mode accepts)")]
 pub struct ParseSchemaFlavorError(String);
 
 impl FromStr for SchemaFlavor {
@@ -93,7 +112,7 @@ impl FromStr for SchemaFlavor {
 }
 
 /// How many levels of a recursive type the portable flavour writes out;
-/// below that, a value of the type is any object.
+/// below that, a value of the type is its JSON text.
 pub(crate) const MAX_NESTING: usize = 8;
 
 /// A tool's input schema in `flavor`, from its service's argument schema
@@ -104,13 +123,28 @@ pub(crate) fn input_schema(
     described: &[(&str, &str)],
 ) -> Map<String, Value> {
     let mut root = match flavor {
-        SchemaFlavor::Spec => spec(arguments),
+        SchemaFlavor::Spec => {
+            let mut root = spec(arguments);
+            describe_arguments(&mut root, described);
+            // A type that states `$schema` asks for its schema as written.
+            if !root.contains_key("$schema") {
+                let mut schema = Value::Object(root);
+                Rewriter::new(&schema).rewrite_root(&mut schema);
+                root = match schema {
+                    Value::Object(root) => root,
+                    _ => Map::new(),
+                };
+            }
+            root
+        }
         SchemaFlavor::Portable => {
             let model = Model::of(arguments);
-            match Writer::new(&model).node(ROOT, 0, None) {
+            let mut root = match Writer::new(&model).node(ROOT, 0, None) {
                 Value::Object(root) => root,
                 _ => Map::new(),
-            }
+            };
+            describe_arguments(&mut root, described);
+            root
         }
     };
     // An MCP input schema is an object with properties.
@@ -118,22 +152,53 @@ pub(crate) fn input_schema(
         root.clear();
         root.insert("type".into(), "object".into());
     }
-    let properties = root
-        .entry("properties")
+    root.entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(properties) = properties {
-        for (name, description) in described {
-            if let Some(Value::Object(property)) = properties.get_mut(*name) {
-                if !description.is_empty() {
-                    property.insert("description".into(), (*description).into());
-                }
-            }
+    root
+}
+
+/// Each argument's description, as its `tool` descriptor gives it.
+fn describe_arguments(root: &mut Map<String, Value>, described: &[(&str, &str)]) {
+    let Some(Value::Object(properties)) = root.get_mut("properties") else {
+        return;
+    };
+    for (name, description) in described {
+        if let (Some(Value::Object(property)), false) =
+            (properties.get_mut(*name), description.is_empty())
+        {
+            describe(property, (*description).into());
         }
     }
-    if flavor == SchemaFlavor::Portable {
-        root.insert("additionalProperties".into(), false.into());
+}
+
+/// Puts a description on a schema, or on the type's branch of `anyOf` of
+/// a type and `null` (google-genai keeps only that branch of it, and
+/// LangChain reads that branch's description first); a `$ref` branch
+/// keeps it beside the `anyOf`.
+fn describe(schema: &mut Map<String, Value>, description: Value) {
+    if let Some(branch) = typed_branch(schema) {
+        if !branch.contains_key("$ref") {
+            branch.insert("description".into(), description);
+            schema.remove("description");
+            return;
+        }
     }
-    root
+    schema.insert("description".into(), description);
+}
+
+/// The branch that is not `null` of an `anyOf` of a schema and `null`.
+fn typed_branch(schema: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
+    let Some(Value::Array(branches)) = schema.get_mut("anyOf") else {
+        return None;
+    };
+    let null = |branch: &Value| branch.get("type").and_then(Value::as_str) == Some("null");
+    if branches.len() != 2 || branches.iter().filter(|branch| null(branch)).count() != 1 {
+        return None;
+    }
+    branches
+        .iter_mut()
+        .find(|branch| !null(branch))
+        .and_then(Value::as_object_mut)
 }
 
 /// The `outputSchema` MCP declares for a result of this schema, and
@@ -210,6 +275,304 @@ fn without_key(schema: &mut Value, key: &str) {
     }
 }
 
+/// Rewrites a schema as schemars writes it into the forms every client
+/// path takes (the default flavour; see the module's documentation).
+struct Rewriter {
+    /// The root's `$defs`, as written.
+    defs: Map<String, Value>,
+    /// The references whose target refers to itself, which stay references.
+    recursive: Vec<String>,
+}
+
+/// The keywords of a nullable schema that stay beside its `anyOf` of the
+/// type and `null`, rather than move into the type's branch.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+impl Rewriter {
+    fn new(root: &Value) -> Self {
+        let defs = root
+            .get("$defs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let recursive = defs
+            .keys()
+            .map(|name| format!("#/$defs/{name}"))
+            .filter(|reference| {
+                let mut seen = Vec::new();
+                Self::target(&defs, reference)
+                    .is_some_and(|target| Self::reaches(&defs, reference, target, &mut seen))
+            })
+            .collect();
+        Self { defs, recursive }
+    }
+
+    fn target<'d>(defs: &'d Map<String, Value>, reference: &str) -> Option<&'d Value> {
+        defs.get(reference.strip_prefix("#/$defs/")?)
+    }
+
+    /// Whether `schema` refers to `reference`, directly or through other
+    /// definitions.
+    fn reaches(
+        defs: &Map<String, Value>,
+        reference: &str,
+        schema: &Value,
+        seen: &mut Vec<String>,
+    ) -> bool {
+        match schema {
+            Value::Object(object) => object.iter().any(|(key, value)| {
+                if let ("$ref", Value::String(found)) = (key.as_str(), value) {
+                    if found == reference {
+                        return true;
+                    }
+                    if seen.contains(found) {
+                        return false;
+                    }
+                    seen.push(found.clone());
+                    return Self::target(defs, found)
+                        .is_some_and(|target| Self::reaches(defs, reference, target, seen));
+                }
+                Self::reaches(defs, reference, value, seen)
+            }),
+            Value::Array(values) => values
+                .iter()
+                .any(|value| Self::reaches(defs, reference, value, seen)),
+            _ => false,
+        }
+    }
+
+    fn rewrite_root(&self, root: &mut Value) {
+        let Value::Object(object) = root else {
+            return;
+        };
+        let mut defs = object.remove("$defs");
+        if let Some(Value::Object(entries)) = &mut defs {
+            entries.values_mut().for_each(|def| self.rewrite(def, 0));
+        }
+        self.rewrite(root, 0);
+        // The definitions still referred to, from the root and from each
+        // other.
+        let Some(Value::Object(mut entries)) = defs else {
+            return;
+        };
+        let mut used: Vec<String> = Vec::new();
+        collect_refs(root, &mut used);
+        let mut index = 0;
+        while index < used.len() {
+            if let Some(def) = Self::target(&entries, &used[index]) {
+                let mut more = Vec::new();
+                collect_refs(def, &mut more);
+                for reference in more {
+                    if !used.contains(&reference) {
+                        used.push(reference);
+                    }
+                }
+            }
+            index += 1;
+        }
+        entries.retain(|name, _| used.contains(&format!("#/$defs/{name}")));
+        if let (false, Value::Object(object)) = (entries.is_empty(), root) {
+            object.insert("$defs".into(), Value::Object(entries));
+        }
+    }
+
+    fn rewrite(&self, schema: &mut Value, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        if schema == &Value::Bool(true) {
+            *schema = Value::Object(Map::new());
+        }
+        let Value::Object(object) = schema else {
+            return;
+        };
+        // A `$ref` with keywords beside it, inlined (google-genai keeps
+        // only the target's).
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            let beside = object.keys().any(|key| key != "$ref");
+            if beside && !self.recursive.iter().any(|found| found == reference) {
+                if let Some(Value::Object(target)) = Self::target(&self.defs, reference) {
+                    let mut merged = target.clone();
+                    object.remove("$ref");
+                    merged.extend(std::mem::take(object));
+                    *object = merged;
+                }
+            }
+        }
+        if matches!(object.get("additionalProperties"), Some(Value::Bool(_))) {
+            object.remove("additionalProperties");
+        }
+        documented_enum(object);
+        nullable_type(object);
+        // google-genai drops `oneOf` and `const`: a union as `anyOf` (a
+        // Rust enum's branches are told apart by their tags, so nothing is
+        // widened), a constant as an `enum` of one value.
+        if let Some(Value::Array(branches)) = object.remove("oneOf") {
+            match object.get_mut("anyOf") {
+                Some(Value::Array(existing)) => existing.extend(branches),
+                _ => {
+                    object.insert("anyOf".into(), Value::Array(branches));
+                }
+            }
+        }
+        if !object.contains_key("enum") {
+            if let Some(constant) = object.remove("const") {
+                object.insert("enum".into(), Value::Array(vec![constant]));
+            }
+        }
+        if let Some(description) = object.get("description").cloned() {
+            if let Some(branch) = typed_branch(object) {
+                branch.insert("description".into(), description);
+                object.remove("description");
+            }
+        }
+        for (key, value) in object.iter_mut() {
+            match key.as_str() {
+                "properties" | "patternProperties" | "$defs" => {
+                    if let Value::Object(entries) = value {
+                        entries
+                            .values_mut()
+                            .for_each(|entry| self.rewrite(entry, depth + 1));
+                    }
+                }
+                "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                    if let Value::Array(entries) = value {
+                        entries
+                            .iter_mut()
+                            .for_each(|entry| self.rewrite(entry, depth + 1));
+                    }
+                }
+                "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                    self.rewrite(value, depth + 1)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Every `$ref` in a schema.
+fn collect_refs(schema: &Value, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(reference)) => {
+                        if !found.contains(reference) {
+                            found.push(reference.clone());
+                        }
+                    }
+                    _ => collect_refs(value, found),
+                }
+            }
+        }
+        Value::Array(values) => values.iter().for_each(|value| collect_refs(value, found)),
+        _ => {}
+    }
+}
+
+/// `oneOf` (or `anyOf`) of documented `const`s, as schemars writes a
+/// unit-only enum whose variants have doc comments, as a plain `enum` with
+/// the docs in the description.
+fn documented_enum(object: &mut Map<String, Value>) {
+    for key in ["oneOf", "anyOf"] {
+        let Some(Value::Array(branches)) = object.get(key) else {
+            continue;
+        };
+        let mut variants = Vec::new();
+        for branch in branches {
+            let Some(branch) = branch.as_object() else {
+                return;
+            };
+            let constant = match branch.get("const") {
+                Some(constant) if !constant.is_null() => constant,
+                _ => return,
+            };
+            if !branch
+                .keys()
+                .all(|key| matches!(key.as_str(), "const" | "description" | "type" | "title"))
+            {
+                return;
+            }
+            variants.push(super::Variant {
+                value: constant.clone(),
+                doc: branch
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+        if variants.is_empty() {
+            return;
+        }
+        object.remove(key);
+        let word = match &variants[0].value {
+            Value::String(_) => "string",
+            Value::Bool(_) => "boolean",
+            Value::Number(number) if number.is_f64() => "number",
+            Value::Number(_) => "integer",
+            _ => return,
+        };
+        object.insert("type".into(), word.into());
+        let values: Vec<Value> = variants
+            .iter()
+            .map(|variant| variant.value.clone())
+            .collect();
+        object.insert("enum".into(), values.into());
+        if variants.iter().any(|variant| variant.doc.is_some()) {
+            let description = object
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let said = sentence(&format!("one of: {}", prose::values(&variants)));
+            object.insert("description".into(), prose::join(description, &said).into());
+        }
+        return;
+    }
+}
+
+/// `"type": ["T", "null"]` as `anyOf` of the type's schema and `null`.
+fn nullable_type(object: &mut Map<String, Value>) {
+    let Some(Value::Array(words)) = object.get("type") else {
+        return;
+    };
+    let named: Vec<&Value> = words.iter().filter(|word| *word != "null").collect();
+    let ([word], true) = (named.as_slice(), named.len() < words.len()) else {
+        return;
+    };
+    let mut branch = Map::new();
+    branch.insert("type".into(), (*word).clone());
+    let keys: Vec<String> = object
+        .keys()
+        .filter(|key| {
+            *key != "type" && !ANNOTATIONS.contains(&key.as_str()) && !key.starts_with("x-")
+        })
+        .cloned()
+        .collect();
+    for key in keys {
+        if let Some(mut value) = object.remove(&key) {
+            if let (true, Value::Array(values)) = (key == "enum", &mut value) {
+                values.retain(|value| !value.is_null());
+            }
+            branch.insert(key, value);
+        }
+    }
+    object.remove("type");
+    object.insert(
+        "anyOf".into(),
+        json!([Value::Object(branch), {"type": "null"}]),
+    );
+}
+
 /// Writes the portable flavour from the model.
 struct Writer<'m> {
     model: &'m Model,
@@ -249,11 +612,9 @@ impl<'m> Writer<'m> {
             schema.insert(key.to_owned(), value);
         };
         if depth > MAX_NESTING {
-            put("type", "object".into());
-            put("properties", json!({}));
-            put("additionalProperties", false.into());
+            put("type", "string".into());
             moved.push(String::from(
-                "nested deeper than the schema is written out: any object",
+                "nested deeper than the schema is written out: the value as JSON text",
             ));
             return (schema, moved);
         }
@@ -325,7 +686,6 @@ impl<'m> Writer<'m> {
                                 "value": self.node(*values, depth + 1, None),
                             },
                             "required": ["key", "value"],
-                            "additionalProperties": false,
                         }),
                     );
                     moved.push(String::from(
@@ -342,7 +702,6 @@ impl<'m> Writer<'m> {
                     if !required.is_empty() {
                         put("required", required.into());
                     }
-                    put("additionalProperties", false.into());
                 }
             }
             Kind::Enum(variants) => {
@@ -370,9 +729,23 @@ impl<'m> Writer<'m> {
         (schema, moved)
     }
 
+    /// Each field's schema; one that may be left out and may be `null`
+    /// (an `Option` without a default) is `anyOf` of its type and `null`,
+    /// so that a strict conversion that makes it required keeps it
+    /// optional in effect.
     fn fields(&self, fields: &[Field], depth: usize) -> Value {
         let properties = fields.iter().map(|field| {
-            let schema = self.node(field.node, depth + 1, field.description.as_deref());
+            let mut schema = self.node(field.node, depth + 1, field.description.as_deref());
+            if !field.required && self.model.node(field.node).nullable {
+                if let Value::Object(object) = &mut schema {
+                    let mut wrapper = Map::new();
+                    wrapper.insert(
+                        "anyOf".into(),
+                        json!([Value::Object(std::mem::take(object)), {"type": "null"}]),
+                    );
+                    schema = Value::Object(wrapper);
+                }
+            }
             (field.name.clone(), schema)
         });
         Value::Object(properties.collect())
@@ -406,6 +779,16 @@ mod tests {
 
     fn schema_of<T: JsonSchema>() -> Value {
         schemars::SchemaGenerator::default()
+            .into_root_schema_for::<T>()
+            .to_value()
+    }
+
+    /// The schema of `T` as services' argument schemas are generated:
+    /// without `$schema` unless the type states it.
+    fn arguments_of<T: JsonSchema>() -> Value {
+        let mut settings = schemars::generate::SchemaSettings::default();
+        settings.meta_schema = None;
+        schemars::SchemaGenerator::new(settings)
             .into_root_schema_for::<T>()
             .to_value()
     }
@@ -466,23 +849,64 @@ mod tests {
     }
 
     #[test]
-    fn the_spec_flavour_keeps_the_schema_as_written() {
-        let arguments = schema_of::<Arguments>();
+    fn the_spec_flavour_writes_what_every_client_path_takes() {
+        let arguments = arguments_of::<Arguments>();
         let schema = Value::Object(input_schema(
             SchemaFlavor::Spec,
             &arguments,
-            &[("topic", "The topic for the joke")],
+            &[("topic", "The topic for the joke"), ("count", "How many.")],
         ));
-        assert_eq!(
-            schema["$schema"],
-            "https://json-schema.org/draft/2020-12/schema"
-        );
-        assert!(schema["$defs"]["Status"]["oneOf"].is_array());
+        walk(&schema, &mut |object| {
+            for key in ["$schema", "const", "oneOf", "additionalProperties"] {
+                if key == "additionalProperties" {
+                    assert!(
+                        !object.get(key).is_some_and(Value::is_boolean),
+                        "{object:?}"
+                    );
+                } else {
+                    assert!(!object.contains_key(key), "{key}: {object:?}");
+                }
+            }
+            assert!(
+                !object.get("type").is_some_and(Value::is_array),
+                "{object:?}"
+            );
+        });
         assert!(schema.get("title").is_none());
+        let properties = &schema["properties"];
+        assert_eq!(properties["topic"]["description"], "The topic for the joke");
+        // `Option<u32>`: `anyOf` of the type and `null`, described on the
+        // type's branch (google-genai keeps only that branch).
         assert_eq!(
-            schema["properties"]["topic"]["description"],
-            "The topic for the joke"
+            properties["count"],
+            json!({"anyOf": [
+                {"type": "integer", "format": "uint32", "minimum": 0, "description": "How many."},
+                {"type": "null"},
+            ]})
         );
+        // A documented enum: a plain `enum`, its docs in the description.
+        let status = &schema["$defs"]["Status"];
+        assert_eq!(status["enum"], json!(["open", "closed"]));
+        assert_eq!(
+            status["description"],
+            "A status. One of: `open` (Waiting), `closed` (Done)."
+        );
+        // A map keeps its values' schema.
+        assert_eq!(
+            properties["weights"]["additionalProperties"]["type"],
+            "integer"
+        );
+        assert_eq!(properties["anything"], json!({}));
+    }
+
+    #[test]
+    fn a_type_that_states_its_dialect_is_served_as_written() {
+        let mut arguments = arguments_of::<Arguments>();
+        arguments["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+        arguments["additionalProperties"] = json!(false);
+        let schema = Value::Object(input_schema(SchemaFlavor::Spec, &arguments, &[]));
+        assert_eq!(schema["additionalProperties"], false);
+        assert!(schema["$defs"]["Status"]["oneOf"].is_array());
         assert_eq!(
             schema["properties"]["count"]["type"],
             json!(["integer", "null"])
@@ -516,8 +940,9 @@ mod tests {
                 !object.get("type").is_some_and(Value::is_array),
                 "{object:?}"
             );
+            // Left open, for the converters that close them.
+            assert!(!object.contains_key("additionalProperties"), "{object:?}");
             if object.get("type") == Some(&json!("object")) {
-                assert_eq!(object["additionalProperties"], false, "{object:?}");
                 assert!(object.contains_key("properties"), "{object:?}");
             }
             if let Some(format) = object.get("format").and_then(Value::as_str) {
@@ -526,9 +951,14 @@ mod tests {
         });
         let properties = &schema["properties"];
         assert_eq!(properties["topic"]["description"], "The topic for the joke");
-        assert_eq!(properties["count"]["type"], "integer");
-        assert_eq!(properties["count"]["minimum"], 0);
-        assert_eq!(properties["colour"]["enum"], json!(["Red", "Green"]));
+        // An `Option` without a default: `anyOf` with `null`.
+        assert_eq!(properties["count"]["anyOf"][0]["type"], "integer");
+        assert_eq!(properties["count"]["anyOf"][0]["minimum"], 0);
+        assert_eq!(properties["count"]["anyOf"][1], json!({"type": "null"}));
+        assert_eq!(
+            properties["colour"]["anyOf"][0]["enum"],
+            json!(["Red", "Green"])
+        );
         assert_eq!(properties["status"]["enum"], json!(["open", "closed"]));
         assert_eq!(
             properties["status"]["description"],
@@ -566,7 +996,7 @@ mod tests {
         );
         assert_eq!(
             Value::Object(input_schema(SchemaFlavor::Portable, &arguments, &[])),
-            json!({"type": "object", "properties": {}, "additionalProperties": false})
+            json!({"type": "object", "properties": {}})
         );
     }
 
@@ -580,12 +1010,14 @@ mod tests {
         let schema = Value::Object(input_schema(SchemaFlavor::Portable, &schema, &[]));
         let mut node = &schema["properties"]["node"];
         let mut levels = 0;
-        while node.get("properties").and_then(|p| p.get("next")).is_some() {
+        while node["properties"]["next"].get("properties").is_some() {
             node = &node["properties"]["next"];
             levels += 1;
         }
-        assert_eq!(levels, MAX_NESTING);
-        assert!(node["description"].as_str().unwrap().contains("any object"));
+        assert_eq!(levels, MAX_NESTING - 1);
+        let below = &node["properties"]["next"];
+        assert_eq!(below["type"], "string");
+        assert!(below["description"].as_str().unwrap().contains("JSON text"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! One view of a type's JSON schema, read by everything that reads schemas:
 //! the rules decoding applies ([`rules`]), the prose of the
 //! descriptors ([`prose`]), the schemas MCP clients see ([`flavor`]) and
-//! the checks of what LLM providers accept ([`providers`]).
+//! the checks of what LLM providers' client code does with them
+//! ([`clients`], [`providers`]).
 //!
 //! [`Model::of`] resolves a schemars root once: `$ref`s into `$defs` are
 //! followed (a recursive type is a cycle of nodes), `null` alternatives
@@ -13,6 +14,8 @@
 // The flavours serve MCP (and `check-schemas`), the provider checks the
 // command line, the rules decoding.
 // Its two public types are the `mcp` module's.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) mod clients;
 #[cfg_attr(not(feature = "mcp"), allow(dead_code, unreachable_pub))]
 pub(crate) mod flavor;
 pub(crate) mod phrase;

@@ -1,10 +1,12 @@
-//! Which LLM providers take a tool's schema, and why not, as their own
-//! client code decides it: what `check-schemas` reports.
+//! Which strict converters take a tool's schema as served, and why not:
+//! the second opinion `check-schemas` gives after what each client path
+//! does ([`clients`](super::clients)).
 //!
 //! Each check mirrors a provider's converter, read in its source and run
 //! side by side with it over the example tools and a corpus of awkward
-//! types (`interop/test_schema_providers.py`):
-//! - **Gemini**: google-genai 3.6.1, `types.Schema.from_json_schema` with
+//! types (`interop-schemas/test_providers.py`):
+//! - **Gemini**: google-genai 2.34 (the same code in 3.6.1),
+//!   `types.Schema.from_json_schema` with
 //!   `raise_error_on_unsupported_field=True`. Its `JSONSchema` model
 //!   forbids every keyword it does not list (`const`, `allOf`,
 //!   `exclusiveMinimum`, `multipleOf`, `$schema`, extension keywords …),
@@ -46,7 +48,7 @@ impl Provider {
     /// The client code the check mirrors.
     pub(crate) fn client(self) -> &'static str {
         match self {
-            Provider::Gemini => "google-genai 3.6.1 Schema.from_json_schema",
+            Provider::Gemini => "google-genai 2.34 Schema.from_json_schema",
             Provider::OpenAi => "openai-agents 0.24 strict conversion of MCP tools",
             Provider::Anthropic => "anthropic 2.17 transform_schema",
         }
@@ -193,7 +195,12 @@ impl Checker<'_> {
         let Some(object) = self.root.as_object() else {
             return;
         };
-        if object.contains_key("anyOf") {
+        // A single `allOf` entry is merged into the root first.
+        let merged_any_of = match object.get("allOf") {
+            Some(Value::Array(all)) if all.len() == 1 => all[0].get("anyOf").is_some(),
+            _ => false,
+        };
+        if object.contains_key("anyOf") || merged_any_of {
             self.refuse(
                 "",
                 String::from("the root of a strict schema cannot be `anyOf`"),
