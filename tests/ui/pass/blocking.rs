@@ -21,7 +21,7 @@ struct Shelf {
 ///
 /// # Arguments
 /// * `title` - The book.
-#[tool_service(topic = "read-book")]
+#[tool_service(topic = "read-book", tool(config(shelf = "top")))]
 fn read_book(
     #[config] shelf: &Shelf,
     title: String,
