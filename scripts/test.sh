@@ -3,10 +3,12 @@
 #   scripts/test.sh
 # Format and lints, then the unit, doc, ui (trybuild) and integration tests
 # against a real Apache Pulsar broker (started here unless PULSAR_URL names
-# one, and stopped at the end if started here), the MCP conformance suite
-# and the interop suite with TrustGraph's own Python code. What it needs
+# one, and stopped at the end if started here), the MCP conformance suite,
+# the interop suite with TrustGraph's own Python code, and the alerting
+# rules and the Grafana dashboard on a real Prometheus. What it needs
 # besides Rust (the broker's jars, the Python peer, the LLM providers'
-# client code, the conformance suite's Node) is fetched once into ~/.cache/tool-service, while the code compiles.
+# client code, the conformance suite's Node, Debian's prometheus) is fetched
+# once into ~/.cache/tool-service (or installed), while the code compiles.
 # The checks a release needs on top of these are scripts/release-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +68,7 @@ background providers scripts/python-providers.sh
 background conformance scripts/mcp-ts-client.sh --install
 background oauth scripts/oauth-issuer.sh --install
 background balancers scripts/balancers.sh
+background prometheus scripts/prometheus.sh
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
@@ -101,6 +104,10 @@ providers_python="$result"
 await conformance
 await oauth
 await balancers
+await prometheus
+
+phase "alerting rules: promtool check and unit tests"
+scripts/prometheus.sh --check >/dev/null
 
 phase "unit, doc, ui and integration tests"
 cargo test --workspace --locked --no-fail-fast
@@ -119,9 +126,21 @@ jobs_pids+=("$oauth_tests")
 schemas_tests=$!
 jobs_pids+=("$schemas_tests")
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5 \
-  --ignore=interop/test_mcp_oauth.py
+  --ignore=interop/test_mcp_oauth.py --ignore=interop/test_dashboard.py
+# The dashboard and alerts against a real Prometheus scraping the echo
+# example, beside the 2.7 suite (which serves joke only): conftest's echo
+# replica, gone by now, would have shared its topics.
+"$TOOL_SERVICE_PEER_PYTHON" -m pytest interop/test_dashboard.py -q -p no:cacheprovider --noconftest \
+  >"$logs/dashboard-tests.out" 2>&1 &
+dashboard_tests=$!
+jobs_pids+=("$dashboard_tests")
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 "$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider
+echo "==> the Grafana dashboard's queries and the alerts' expressions on a real Prometheus" >&2
+dashboard_status=0
+wait "$dashboard_tests" || dashboard_status=$?
+cat "$logs/dashboard-tests.out"
+[ "$dashboard_status" -eq 0 ] || { echo "test.sh: the dashboard check failed (above)" >&2; exit 1; }
 echo "==> MCP authorization: a real authorization server, the TypeScript and Python SDKs' OAuth clients" >&2
 oauth_status=0
 wait "$oauth_tests" || oauth_status=$?
