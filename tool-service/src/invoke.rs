@@ -185,14 +185,14 @@ where
         Ok(decoded) => decoded,
         Err(error) => return Box::pin(std::future::ready(Err(error))),
     };
-    let span = tracing::Span::current();
-    Box::pin(blocking(lease, span, move || {
+    let current = Current::capture();
+    Box::pin(blocking(lease, current, move || {
         body(config, arguments, context, chunks, state)
     }))
 }
 
 /// Runs `work` on the blocking pool, holding `lease` until it returns.
-async fn blocking<F>(lease: Lease, span: tracing::Span, work: F) -> Result<String, ToolError>
+async fn blocking<F>(lease: Lease, current: Current, work: F) -> Result<String, ToolError>
 where
     F: FnOnce() -> Result<String, ToolError> + Send + 'static,
 {
@@ -201,9 +201,9 @@ where
     let started = std::time::Instant::now();
     let thread = tokio::task::spawn_blocking(move || {
         let _lease = lease;
-        let outcome = span.in_scope(work);
+        let outcome = current.in_scope(work);
         if thread_answered.load(Ordering::Acquire) {
-            span.in_scope(|| {
+            current.in_scope(|| {
                 tracing::warn!(
                     ran = ?started.elapsed(),
                     "a blocking handler returned after its call was answered (timed out or cancelled); \
@@ -236,6 +236,35 @@ impl Drop for Answered {
         if let Some(flag) = self.0.take() {
             flag.store(true, Ordering::Release);
         }
+    }
+}
+
+/// Where a request's work is, to take to another thread: the current span
+/// and, with `otel`, the current OpenTelemetry context (which is all an
+/// unsampled request has), so that spans the work makes there are the
+/// request's children, sampled or not as it is.
+#[derive(Debug)]
+pub(crate) struct Current {
+    span: tracing::Span,
+    #[cfg(feature = "otel")]
+    context: opentelemetry::Context,
+}
+
+impl Current {
+    /// Where the calling thread's work is now.
+    pub(crate) fn capture() -> Self {
+        Self {
+            span: tracing::Span::current(),
+            #[cfg(feature = "otel")]
+            context: opentelemetry::Context::current(),
+        }
+    }
+
+    /// Runs `work` there.
+    pub(crate) fn in_scope<R>(&self, work: impl FnOnce() -> R) -> R {
+        #[cfg(feature = "otel")]
+        let _context = self.context.clone().attach();
+        self.span.in_scope(work)
     }
 }
 
