@@ -261,8 +261,10 @@ def compare():
                 summary[key]["absolute"][server]["cpu_us_per_call"] = statistics.median(
                     run[server]["cpu_us_per_call"] for run in runs)
     result = {"quick": common.QUICK, "rounds": ROUNDS, "calls": CALLS, "versions": common.versions(),
-              "before_label": os.environ.get("OURS_BEFORE_LABEL"), "summary": summary, "runs": rounds}
+              **common.provenance(), "before_label": os.environ.get("OURS_BEFORE_LABEL"), "summary": summary,
+              "runs": rounds}
     (common.ROOT / "bench" / "mcp.json").write_text(json.dumps(result, indent=2) + "\n")
+    common.write_plots()
     print("\n".join(render(result)))
 
 
@@ -303,7 +305,8 @@ def auth():
             "errors": sum(run[s]["errors"] for run in runs for s in AUTH_SERVERS),
         }
     result = {"quick": common.QUICK, "rounds": ROUNDS, "calls": CALLS["rust"], "versions": common.versions(),
-              "load_average": {"before": load_before, "after": load_after}, "summary": summary, "runs": rounds}
+              **common.provenance(), "load_average": {"before": load_before, "after": load_after},
+              "summary": summary, "runs": rounds}
     (common.ROOT / "bench" / "mcp_auth.json").write_text(json.dumps(result, indent=2) + "\n")
     print("\n".join(render_auth(result)))
 
@@ -331,6 +334,7 @@ def render(m):
                 continue
             lines.append(f"| {key} | {server} | {cell(ratios['throughput'])} | {cell(ratios['p99'])} |")
         lines.append(f"| {key} | ours ÷ python | {cell(s['ours_vs_python'], 1)} | |")
+    lines += ["", common.plot("mcp-ratios.svg")]
     lines += ["", "Medians of the runs:", "",
               "| transport, in flight | server | calls/s | p50 µs | p99 µs | server CPU µs / call |",
               "|---|---|---|---|---|---|"]
@@ -338,6 +342,7 @@ def render(m):
         for server, a in s["absolute"].items():
             cpu = f"{a['cpu_us_per_call']:.0f}" if "cpu_us_per_call" in a else "–"
             lines.append(f"| {key} | {server} | {a['throughput']:,.0f} | {a['p50_us']:,.0f} | {a['p99_us']:,.0f} | {cpu} |")
+    lines += ["", common.plot("mcp-absolute.svg"), "", common.plot("mcp-latency.svg")]
     errors = sum(s["errors"] for s in m["summary"].values())
     lines += ["", f"Errors (answers that were not the tool's text): {errors}.", ""]
     return lines

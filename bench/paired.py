@@ -185,11 +185,13 @@ def main():
         "before": BEFORE,
         "before_label": os.environ.get("OURS_BEFORE_LABEL"),
         "versions": common.versions(),
+        **common.provenance(),
         "summary": summary,
         "runs": rounds,
     }
     path = common.ROOT / "bench" / "paired.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
+    common.write_plots()
     results = common.ROOT / "bench" / "results.json"
     if results.exists():
         (common.ROOT / "BENCHMARKS.md").write_text(common.render(json.loads(results.read_text())))
@@ -219,6 +221,7 @@ def render(p):
             if variant in ("absolute", "errors", "ours_vs_before_throughput", "ours_vs_java"):
                 continue
             lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {cell(s['p99'])} |")
+    lines += ["", common.plot("paired-ratios.svg")]
     lines += ["", "Medians of the runs:", "",
               "| workload | variant | requests/s | p50 µs | p99 µs | CPU µs / request | context switches / request | steal % |",
               "|---|---|---|---|---|---|---|---|"]
@@ -226,6 +229,7 @@ def render(p):
         for variant, a in by_variant["absolute"].items():
             lines.append(f"| {kind} | {variant} | {a['throughput']:,.0f} | {a['p50_us']:,.0f} | {a['p99_us']:,.0f} | "
                          f"{a['cpu_us_per_request']:.1f} | {a['switches_per_request']:.2f} | {a['steal_pct']:.0f} |")
+    lines += ["", common.plot("paired-absolute.svg"), "", common.plot("paired-latency.svg")]
     low = [(kind, n + 1, run) for kind, runs in p["runs"].items() for n, run in enumerate(runs)
            if run["ours"]["throughput"] / run["raw"]["throughput"] < 0.85]
     if low:

@@ -376,6 +376,24 @@ def versions():
     }
 
 
+def provenance():
+    """When the figures were written and of which commit, with "-dirty"
+    when the tree had changes besides the bench's own outputs: the caption
+    of every plot (bench/plots.py) quotes them."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    commit = git("rev-parse", "--short=7", "HEAD")
+    if commit and git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)BENCHMARKS.md",
+                      ":(exclude)bench/*.json", ":(exclude)bench/plots"):
+        commit += "-dirty"
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit or "unknown"}
+
+
 def per_request_paired():
     """The per-request path timed against the hand-written one in alternating
     batches in one process (per_request_profile --paired), three times: the
@@ -405,6 +423,9 @@ def main():
         results = json.loads(path.read_text())
         in_process(results)
         path.write_text(json.dumps(results, indent=2) + "\n")
+        # The plots show the broker figures, which this leaves as they were:
+        # their date and commit stay too.
+        write_plots()
         (ROOT / "BENCHMARKS.md").write_text(render(results))
         return
     results = {"versions": versions(), "quick": QUICK, "repeats": REPEATS, "services": {}}
@@ -433,9 +454,23 @@ def main():
     results["growth"] = growth()
     print("== compile time: 100 annotated vs 100 hand-written", file=sys.stderr, flush=True)
     results["compile_s"] = compile_time()
+    results.update(provenance())
     (ROOT / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_plots()
     (ROOT / "BENCHMARKS.md").write_text(render(results))
     print(render(results))
+
+
+def write_plots():
+    """Redraws bench/plots/*.svg from the JSON just written (bench/plots.py)."""
+    import plots
+    plots.write()
+
+
+def plot(name):
+    """BENCHMARKS.md's image of a plot of bench/plots.py."""
+    import plots
+    return plots.image(name)
 
 
 def fmt(value, digits=0):
@@ -503,6 +538,8 @@ def render(r):
         scan = r["python_scan"][kind]["throughput_at_64_in_flight"]
         lines += ["", "TrustGraph Python throughput at 64 in flight by its `--concurrency`: "
                   + ", ".join(f"{c}: {fmt(v)} req/s" for c, v in scan.items()), ""]
+    lines += ["The echo and joke tables plotted (bench/plots.py, from bench/results.json), on logarithmic axes:", "",
+              plot("pulsar-load.svg"), "", plot("pulsar-latency.svg"), ""]
     lines += ["## In-process per-request path (criterion)", "",
               "Envelope decode → typed config/argument decode → handler → response encode, no broker.", "",
               "| path | median ns/request (95% CI), its median run |", "|---|---|"]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every benchmark side by side and writes BENCHMARKS.md and
-# bench/results.json:
+# Runs every benchmark side by side and writes BENCHMARKS.md,
+# bench/results.json and the plots of BENCHMARKS.md (bench/plots/*.svg,
+# redrawn by bench/plots.py wherever a script writes its JSON):
 #   scripts/bench.sh              (BENCH_QUICK=1 for a short smoke run)
 #   scripts/bench.sh paired       only the paired rounds of default `serve`
 #                                 against the hand-written loop and, for echo,
