@@ -9,29 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { echo "prometheus.sh: $*" >&2; }
-
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
-  [ "$(id -u)" -eq 0 ] || { log "missing prometheus; install it (apt-get install prometheus)"; exit 1; }
-  command -v apt-get >/dev/null || { log "missing prometheus; no apt-get to install it"; exit 1; }
-  log "installing prometheus with apt-get"
-  # The package starts its service on install; the live check starts its
-  # own, on a free port with a config of its own. policy-rc.d keeps the
-  # service stopped.
-  guard=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    guard=/usr/sbin/policy-rc.d
-  fi
-  trap '[ -n "$guard" ] && rm -f "$guard"' EXIT
-  # Another install may hold apt's lists lock for a while (the broker's).
-  for attempt in 1 2 3 4 5; do
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq >&2 && break
-    [ "$attempt" -lt 5 ] || exit 1
-    sleep 10
-  done
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends prometheus >&2
+  scripts/apt-install.sh prometheus.sh prometheus
   # Where a service manager ignored policy-rc.d, stop what it started.
   if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
     systemctl disable --now prometheus >&2 2>/dev/null || true

@@ -84,6 +84,8 @@ fi
 phase "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# BENCHMARKS.md's plots are what its JSON draws (standard library only).
+python3 bench/plots.py --check
 
 phase "build the tests and examples"
 cargo test --workspace --locked --no-run

@@ -101,14 +101,7 @@ impl Chunks {
     pub async fn send(&self, chunk: impl Into<String>) -> Result<(), StreamClosed> {
         match &self.sender {
             Sender::Response(sender) => sender.send(chunk.into()).await.map_err(|_| StreamClosed),
-            Sender::Collect(chunks) => {
-                chunks
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(chunk.into());
-                Ok(())
-            }
-            Sender::Disconnected => Err(StreamClosed),
+            local => local.keep(chunk.into()),
         }
     }
 
@@ -140,14 +133,24 @@ impl Chunks {
             Sender::Response(sender) => {
                 sender.blocking_send(chunk.into()).map_err(|_| StreamClosed)
             }
+            local => local.keep(chunk.into()),
+        }
+    }
+}
+
+impl Sender {
+    /// A chunk for an end that is not a response's: kept for a test, or
+    /// refused.
+    fn keep(&self, chunk: String) -> Result<(), StreamClosed> {
+        match self {
             Sender::Collect(chunks) => {
                 chunks
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(chunk.into());
+                    .push(chunk);
                 Ok(())
             }
-            Sender::Disconnected => Err(StreamClosed),
+            Sender::Response(_) | Sender::Disconnected => Err(StreamClosed),
         }
     }
 }

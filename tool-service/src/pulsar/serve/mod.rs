@@ -10,6 +10,7 @@
 // checkout). A label's first definition wins, so these, read first, send
 // its labels to the items and sections of the rustdoc pages instead.
 //! [trustgraph-guide]: crate::pulsar::announce
+//! [attribute-blocking]: macro@crate::tool_service#blocking-handlers
 //!
 #![doc = include_str!("../../../docs/pulsar.md")]
 
