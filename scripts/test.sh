@@ -112,7 +112,24 @@ phase "alerting rules: promtool check and unit tests"
 scripts/prometheus.sh --check >/dev/null
 
 phase "unit, doc, ui and integration tests"
-cargo test --workspace --locked --no-fail-fast
+# The ui cases (trybuild compiles each, with a build of its own: the
+# longest suite, and all CPU) beside the others, which mostly wait on the
+# broker. cargo holds no lock while tests run, so the two share the build.
+cargo test -p tool-service-suite --test offline --locked -- ui::ui --exact \
+  >"$logs/ui-tests.out" 2>&1 &
+ui_tests=$!
+jobs_pids+=("$ui_tests")
+tests_status=0
+cargo test --workspace --locked --no-fail-fast -- --skip ui::ui --exact || tests_status=$?
+echo "==> the attribute's compile errors and accepted shapes (trybuild)" >&2
+ui_status=0
+wait "$ui_tests" || ui_status=$?
+cat "$logs/ui-tests.out"
+[ "$tests_status" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit 1; }
+[ "$ui_status" -eq 0 ] || { echo "test.sh: the ui tests failed (above)" >&2; exit 1; }
+# A renamed test would match no filter and pass as zero tests.
+grep -q '^test ui::ui \.\.\. ok$' "$logs/ui-tests.out" \
+  || { echo "test.sh: no test ui::ui ran: rename it here too (tests/offline/ui.rs)" >&2; exit 1; }
 
 phase "interop with TrustGraph's Python code, the Python MCP SDK and the MCP conformance suite"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
