@@ -595,12 +595,19 @@ def paired_ratios(p):
     return fig.svg()
 
 
-def paired_absolute(p):
-    summary = p["summary"]
-    kinds = list(summary)
+def absolute_variants(summary):
+    """The variants a paired run has figures of, in the order they first
+    appear."""
     variants = []
     for by_variant in summary.values():
         variants += [v for v in by_variant["absolute"] if v not in variants]
+    return variants
+
+
+def paired_absolute(p):
+    summary = p["summary"]
+    kinds = list(summary)
+    variants = absolute_variants(summary)
     fig = Figure(f"Over Pulsar, paired: throughput and CPU per request at {p['in_flight']} in flight",
                  f"Bar: median of {p['rounds']} rounds, whisker: min–max over the rounds. CPU per request is the "
                  "service process's (user + system).")
@@ -624,9 +631,7 @@ def paired_absolute(p):
 def paired_latency(p):
     summary = p["summary"]
     kinds = list(summary)
-    variants = []
-    for by_variant in summary.values():
-        variants += [v for v in by_variant["absolute"] if v not in variants]
+    variants = absolute_variants(summary)
     fig = Figure(f"Over Pulsar, paired: latency at {p['in_flight']} in flight, p50 and p99 (ms)",
                  f"Each bar runs from p50 (lower marker) to p99 (upper marker), medians of {p['rounds']} rounds. "
                  "The load generator records these two percentiles.")
