@@ -34,15 +34,25 @@ pub(crate) enum OverBudget {
 pub(crate) struct Admitted {
     counted: Counted,
     permits: Arc<Semaphore>,
+    /// Whether the service's handler is a plain `fn`, whose thread may
+    /// outlive the call's answer.
+    blocking: bool,
 }
 
 /// A call in its handler: counted for the drain, holding one of its
 /// service's concurrency permits, and timed.
 #[must_use = "a call that is dropped unfinished is not counted as answered"]
 pub(crate) struct Call {
-    place: Arc<Place>,
+    place: Placed,
     in_flight: InFlight,
     started: Instant,
+}
+
+/// Where a call keeps its place: with the call, or (a blocking handler's)
+/// shared with the handler's thread, which may outlive the answer.
+enum Placed {
+    Own { _place: Place },
+    Shared(Arc<Place>),
 }
 
 /// A call's place in its host: its count in the drain and its concurrency
@@ -107,6 +117,7 @@ impl Host {
         Ok(Admitted {
             counted,
             permits: Arc::clone(&hosted.permits),
+            blocking: hosted.service.is_blocking(),
         })
     }
 }
@@ -167,10 +178,19 @@ impl Admitted {
         metrics: &Arc<ServiceMetrics>,
     ) -> Call {
         Call {
-            place: Arc::new(Place {
-                _counted: self.counted,
-                _permit: permit,
-            }),
+            place: {
+                let place = Place {
+                    _counted: self.counted,
+                    _permit: permit,
+                };
+                // Shared only where a thread may need a share: an async
+                // handler's call pays for no allocation.
+                if self.blocking {
+                    Placed::Shared(Arc::new(place))
+                } else {
+                    Placed::Own { _place: place }
+                }
+            },
             in_flight: metrics.start(),
             started: Instant::now(),
         }
@@ -181,8 +201,15 @@ impl Call {
     /// A share of this call's place (permit and drain count) for a
     /// blocking handler's thread, which may run on after the call is
     /// answered (at its timeout): the place is free once both are done.
+    /// An async handler's call has none to give: its future is dropped at
+    /// the answer.
     pub(crate) fn lease(&self) -> Lease {
-        Lease::of(Arc::clone(&self.place) as Arc<dyn std::any::Any + Send + Sync>)
+        match &self.place {
+            Placed::Shared(place) => {
+                Lease::of(Arc::clone(place) as Arc<dyn std::any::Any + Send + Sync>)
+            }
+            Placed::Own { .. } => Lease::none(),
+        }
     }
 
     /// The call was answered: with a result (`error` is `None`) or with
