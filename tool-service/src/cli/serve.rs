@@ -75,6 +75,11 @@ pub(crate) struct ServeArgs {
     /// announced maximum applies regardless [default: the broker's].
     #[arg(long, env = "TOOL_SERVICE_MAX_MESSAGE_SIZE", value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
     max_message_size: Option<u32>,
+    /// Send the answers that are ready together as one Pulsar batch; no
+    /// answer waits for a timer. Off: every answer its own message, for a
+    /// consumer that cannot read batches (every Pulsar client can).
+    #[arg(long, env = "TOOL_SERVICE_RESPONSE_BATCHING", value_name = "BOOL", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    response_batching: bool,
     /// Threads that run the handlers [default: one per core]. On a small
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
     #[arg(long, env = "TOOL_SERVICE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -170,6 +175,7 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     options.receive_window = Some(args.receive_window as usize);
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.log_payloads = args.log_payloads;
+    options.batch_responses = args.response_batching;
     options.metrics = args.metrics.address(true, None);
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {

@@ -10,9 +10,10 @@ use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
-use pulsar::producer::{Producer, SendFuture};
+use pulsar::producer::Producer;
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 
+use super::batch::{Closed, Publisher, Receipt, Receipted, Sent};
 use crate::service::Service;
 use crate::trace::Headers;
 
@@ -199,8 +200,14 @@ async fn consumer(
         .await
 }
 
-/// A producer on a service's response topic.
-pub(super) struct PulsarResponses(pub(super) Producer<TokioExecutor>);
+/// A producer on a service's response topic: batching (the default; see
+/// [`super::batch`]) or sending each answer alone.
+pub(super) enum PulsarResponses {
+    /// Each answer in a message of its own, sent at once.
+    Alone(Producer<TokioExecutor>),
+    /// Answers ready together share a batch.
+    Batched(Publisher<Producer<TokioExecutor>>),
+}
 
 impl Responses for PulsarResponses {
     type Error = pulsar::Error;
@@ -213,7 +220,16 @@ impl Responses for PulsarResponses {
         trace: Headers,
     ) -> Result<Self::Receipt, Self::Error> {
         let message = crate::pulsar::broker::response(id, frame, trace);
-        self.0.send_non_blocking(message).await.map(PulsarReceipt)
+        match self {
+            Self::Alone(producer) => producer
+                .send_non_blocking(message)
+                .await
+                .map(|sent| PulsarReceipt::Alone(Sent(sent))),
+            Self::Batched(publisher) => publisher
+                .send(message)
+                .map(PulsarReceipt::Batched)
+                .map_err(|Closed| closed()),
+        }
     }
 
     fn describe(error: &Self::Error) -> String {
@@ -221,17 +237,35 @@ impl Responses for PulsarResponses {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.0.close().await
+        match self {
+            Self::Alone(producer) => producer.close().await,
+            Self::Batched(publisher) => publisher.close().await.map_err(|Closed| closed()),
+        }
     }
 }
 
 /// The broker's receipt for one response.
-pub(super) struct PulsarReceipt(SendFuture);
+pub(super) enum PulsarReceipt {
+    Alone(Sent),
+    Batched(Receipt<Producer<TokioExecutor>>),
+}
 
 impl Future for PulsarReceipt {
     type Output = Result<(), pulsar::Error>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|sent| sent.map(drop))
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Alone(sent) => Pin::new(sent).poll(cx),
+            Self::Batched(receipt) => Pin::new(receipt).poll(cx).map(|receipted| match receipted {
+                Receipted::Done => Ok(()),
+                Receipted::Refused(error) => Err(error),
+                Receipted::Closed => Err(closed()),
+            }),
+        }
     }
+}
+
+/// The producer was closed before the response was sent.
+fn closed() -> pulsar::Error {
+    pulsar::Error::Producer(pulsar::error::ProducerError::Closed)
 }

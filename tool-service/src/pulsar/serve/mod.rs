@@ -15,6 +15,7 @@
 #![doc = include_str!("../../../docs/pulsar.md")]
 
 mod broker_health;
+mod batch;
 mod broker_io;
 mod busy;
 mod gate;
@@ -506,6 +507,7 @@ async fn subscribe(
                     window: options.receive_window_of(service),
                     log_payloads: options.log_payloads,
                     max_message_size,
+                    batch_responses: options.batch_responses,
                 },
             )
             .await?,

@@ -37,6 +37,15 @@ pub struct ServeOptions {
     /// below what the broker announces (e.g. a topic policy sets a lower
     /// `maxMessageSize`). The broker's own limit always applies.
     pub max_message_size: Option<usize>,
+    /// Send the answers that are ready together as one Pulsar batch (on by
+    /// default). An answer never waits for a timer: what is ready goes as
+    /// soon as the previous batch has the broker's receipt, so a request
+    /// alone is answered as fast as without batching, and under load many
+    /// answers share one frame (about two thirds of the CPU per request).
+    /// Off, each answer is its own message, sent at once even while earlier
+    /// ones wait for their receipts, for consumers that cannot read batches
+    /// (every Pulsar client can).
+    pub batch_responses: bool,
     /// Announce the served services to TrustGraph's config service once
     /// they are subscribed (see [`crate::pulsar::announce`]); none by default.
     pub announce: Option<AnnounceOptions>,
@@ -129,6 +138,7 @@ impl ServeOptions {
             metrics: None,
             log_payloads: false,
             max_message_size: None,
+            batch_responses: true,
             announce: None,
         }
     }

@@ -52,6 +52,8 @@ pub(super) struct WorkerOptions {
     pub(super) window: usize,
     pub(super) log_payloads: bool,
     pub(super) max_message_size: usize,
+    /// Answers ready together share a batch (see [`super::batch`]).
+    pub(super) batch_responses: bool,
 }
 
 /// A request as the worker keeps it: held against the byte budget.
@@ -132,9 +134,25 @@ impl PulsarWorker {
         let requests = PulsarRequests::subscribe(pulsar, service, permits)
             .await
             .map_err(|source| topic_error(service, "subscribe", &request_queue, source))?;
-        let producer = crate::pulsar::broker::producer(pulsar, &response_queue)
-            .await
-            .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
+        let responses = if options.batch_responses {
+            let producer = pulsar
+                .producer()
+                .with_topic(&response_queue)
+                .with_options(super::batch::producer_options())
+                .build()
+                .await;
+            producer.map(|producer| {
+                PulsarResponses::Batched(super::batch::Publisher::start(
+                    producer,
+                    options.max_message_size,
+                ))
+            })
+        } else {
+            crate::pulsar::broker::producer(pulsar, &response_queue)
+                .await
+                .map(PulsarResponses::Alone)
+        }
+        .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
         // Topic lookups may have opened connections of their own.
         crate::pulsar::compat::nodelay::apply();
         tracing::info!(
@@ -145,6 +163,7 @@ impl PulsarWorker {
             concurrency = host.concurrency_of(service),
             timeout = %crate::duration::format(host.timeout_of(service).unwrap_or_default()),
             rate = host.rate_of(service).map(tracing::field::display),
+            batch_responses = options.batch_responses,
             "serving"
         );
         Ok(Worker::new(
@@ -153,7 +172,7 @@ impl PulsarWorker {
             metrics,
             options,
             requests,
-            PulsarResponses(producer),
+            responses,
         ))
     }
 }

@@ -395,6 +395,7 @@ fn start(service: &str, state: State, setup: Setup, broker: &Broker, grace: Dura
             window: setup.window,
             log_payloads: false,
             max_message_size: setup.max_message_size,
+            batch_responses: false,
         },
         FakeRequests {
             incoming,
