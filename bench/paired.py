@@ -19,11 +19,16 @@ user who could write the tool in Java would compare with. The JVM answers
 60,000 requests before it is measured, so that its JIT has compiled the
 hot code, as in a service that has run for a while.
 
-Three workloads, 64 requests in flight:
+Four workloads, 64 requests in flight except the last:
   echo   the framework's own cost: a handler that is ready at once
   joke   the spec's joke tool: a config and arguments to decode
   spin   a handler that keeps the CPU busy 300 us before answering, which
          proves that requests still run in parallel
+  echo@1 echo with one request in flight: the latency of a request alone
+
+Each round also runs `unbatched`: `serve` with `--response-batching off`,
+each answer its own message as before batching; `ours` ÷ `unbatched` is
+what batching the responses changes.
 
 Each run also records the machine's steal time (/proc/stat): on a shared
 virtual machine, a run that lost CPU to other guests is visible as such.
@@ -50,13 +55,14 @@ import run as common  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2" if common.QUICK else "7"))
 BEFORE = os.environ.get("OURS_BEFORE")
-WORKLOADS = {
-    # kind: (requests, warm-up requests)
-    "echo": (5000, 500) if common.QUICK else (40000, 4000),
-    "joke": (5000, 500) if common.QUICK else (40000, 4000),
-    "spin": (1000, 100) if common.QUICK else (4000, 400),
-}
 IN_FLIGHT = 64
+WORKLOADS = {
+    # name: (kind, requests in flight, requests, warm-up requests)
+    "echo": ("echo", IN_FLIGHT) + ((5000, 500) if common.QUICK else (40000, 4000)),
+    "joke": ("joke", IN_FLIGHT) + ((5000, 500) if common.QUICK else (40000, 4000)),
+    "spin": ("spin", IN_FLIGHT) + ((1000, 100) if common.QUICK else (4000, 400)),
+    "echo@1": ("echo", 1) + ((500, 50) if common.QUICK else (3000, 300)),
+}
 JAVA_CLASSPATH = os.environ.get("JAVA_LOOP_CLASSPATH")
 # Requests the Java loop answers before it is measured: the JVM compiles
 # its hot code during the first tens of thousands (measured from its start,
@@ -64,7 +70,7 @@ JAVA_CLASSPATH = os.environ.get("JAVA_LOOP_CLASSPATH")
 # one), and a service runs for longer than a benchmark.
 JAVA_PREWARM = 5000 if common.QUICK else 60000
 # The workloads the Java loop serves.
-JAVA_KINDS = {"echo"}
+JAVA_KINDS = {"echo", "echo@1"}
 
 
 def context_switches(pid):
@@ -91,15 +97,16 @@ def start(variant, kind):
     if variant == "java":
         return common.Service(["java", "-cp", JAVA_CLASSPATH, "EchoLoop", "--url", common.URL,
                                "--topic", common.topic(kind)], "java echo loop ready")
-    if variant == "before":
+    if variant in ("before", "unbatched"):
         t = common.topic(kind)
-        return common.Service([BEFORE, "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
-                               "--no-metrics"], "ready")
+        binary, flags = (BEFORE, []) if variant == "before" else (str(common.BIN / "ours"), ["--response-batching", "off"])
+        return common.Service([binary, "serve", "-p", common.URL, "--only", f"{t}-service", "--log-level", "info",
+                               "--no-metrics"] + flags, "ready")
     return common.start(variant, kind)
 
 
-def measure(variant, kind):
-    requests, warmup = WORKLOADS[kind]
+def measure(variant, workload):
+    kind, in_flight, requests, warmup = WORKLOADS[workload]
     service = start(variant, kind)
     try:
         if variant == "java":
@@ -107,7 +114,7 @@ def measure(variant, kind):
         cpu = common.cpu_seconds(service.pid)
         switches = context_switches(service.pid)
         steal, jiffies = cpu_jiffies()
-        result = common.load(kind, IN_FLIGHT, requests, warmup)
+        result = common.load(kind, in_flight, requests, warmup)
         steal_after, jiffies_after = cpu_jiffies()
         result["steal_pct"] = 100 * (steal_after - steal) / max(1, jiffies_after - jiffies)
         total = requests + warmup
@@ -128,7 +135,7 @@ def stats(values):
 
 
 def main():
-    variants = (["raw", "ours", "raw-again"] + (["java"] if JAVA_CLASSPATH else [])
+    variants = (["raw", "ours", "raw-again", "unbatched"] + (["java"] if JAVA_CLASSPATH else [])
                 + (["before"] if BEFORE else []))
     print("== warming up the broker", file=sys.stderr, flush=True)
     common.warm_up_broker()
@@ -156,7 +163,14 @@ def main():
                 "throughput": stats([run[variant]["throughput"] / run["raw"]["throughput"] for run in runs]),
                 "cpu_per_request": stats([run[variant]["cpu_us_per_request"] / run["raw"]["cpu_us_per_request"]
                                           for run in runs]),
+                "p50": stats([run[variant]["p50_us"] / run["raw"]["p50_us"] for run in runs]),
                 "p99": stats([run[variant]["p99_us"] / run["raw"]["p99_us"] for run in runs]),
+            }
+        if "unbatched" in present:
+            summary[kind]["ours_vs_unbatched"] = {
+                key: stats([run["ours"][field] / run["unbatched"][field] for run in runs])
+                for key, field in (("throughput", "throughput"), ("cpu_per_request", "cpu_us_per_request"),
+                                   ("p50", "p50_us"), ("p99", "p99_us"))
             }
         summary[kind]["absolute"] = {
             variant: {
@@ -181,7 +195,8 @@ def main():
         "quick": common.QUICK,
         "rounds": ROUNDS,
         "in_flight": IN_FLIGHT,
-        "workloads": {kind: {"requests": r, "warmup": w} for kind, (r, w) in WORKLOADS.items()},
+        "workloads": {name: {"kind": kind, "in_flight": n, "requests": r, "warmup": w}
+                      for name, (kind, n, r, w) in WORKLOADS.items()},
         "before": BEFORE,
         "before_label": os.environ.get("OURS_BEFORE_LABEL"),
         "versions": common.versions(),
@@ -202,9 +217,13 @@ def render(p):
     """The BENCHMARKS.md section for bench/paired.json."""
     lines = ["## Default `serve` against the hand-written loop, paired", "",
              f"Generated by `scripts/bench.sh paired` (bench/paired.py → bench/paired.json): {p['rounds']} rounds,",
-             f"{p['in_flight']} requests in flight, the hand-written `pulsar` loop (bench/src/bin/raw.rs) and",
+             f"{p['in_flight']} requests in flight (`echo@1`: one), the hand-written `pulsar` loop (bench/src/bin/raw.rs) and",
              "`serve` at its defaults back to back in alternating order; each ratio pairs the two runs of",
-             "one round. `joke` is the spec's joke tool; `spin` keeps the CPU busy 300 µs per request before answering."
+             "one round. `joke` is the spec's joke tool; `spin` keeps the CPU busy 300 µs per request before answering;"
+             " `echo@1` is echo with one request in flight."
+             + (" `unbatched` is `serve --response-batching off`: each answer its own message, as before"
+                " responses were batched."
+                if any("unbatched" in by_variant for by_variant in p["summary"].values()) else "")
              + (" `raw-again` is the hand-written loop run a second time in each round: its ratios are the"
                 " machine's noise floor, what two runs of the same program differ by."
                 if any("raw-again" in by_variant for by_variant in p["summary"].values()) else "")
@@ -218,7 +237,7 @@ def render(p):
 
     for kind, by_variant in p["summary"].items():
         for variant, s in by_variant.items():
-            if variant in ("absolute", "errors", "ours_vs_before_throughput", "ours_vs_java"):
+            if variant in ("absolute", "errors", "ours_vs_before_throughput", "ours_vs_java", "ours_vs_unbatched"):
                 continue
             lines.append(f"| {kind} | {variant} | {cell(s['throughput'])} | {cell(s['cpu_per_request'])} | {cell(s['p99'])} |")
     lines += ["", common.plot("paired-ratios.svg")]
@@ -257,6 +276,18 @@ def render(p):
             for name, r in rows:
                 lines.append(f"| {kind} | {name} | **{r['throughput']['median']:.2f}** | "
                              f"**{r['cpu_per_request']['median']:.2f}** | {r['p99']['median']:.2f} |")
+    unbatched = [(kind, by_variant) for kind, by_variant in p["summary"].items() if "ours_vs_unbatched" in by_variant]
+    if unbatched:
+        lines += ["", "What batching the responses changes: `ours` ÷ `unbatched` (`--response-batching off`), paired "
+                  "within each round, beside `raw-again` ÷ `raw` (the noise floor); min / median / max:", "",
+                  "| workload | ratio | throughput | CPU per request | p50 | p99 |", "|---|---|---|---|---|---|"]
+        for kind, by_variant in unbatched:
+            rows = [("ours ÷ unbatched", by_variant["ours_vs_unbatched"])]
+            if "raw-again" in by_variant:
+                rows.append(("noise floor (loop ÷ loop)", by_variant["raw-again"]))
+            for name, r in rows:
+                lines.append(f"| {kind} | {name} | {cell(r['throughput'])} | {cell(r['cpu_per_request'])} | "
+                             f"{cell(r['p50'])} | {cell(r['p99'])} |")
     if p.get("before"):
         lines += ["", "`ours` ÷ `before`, paired within each round, beside `raw-again` ÷ `raw` (the noise floor):", "",
                   "| workload | throughput, ours ÷ before | throughput, raw-again ÷ raw | CPU per request, ours ÷ before | CPU per request, raw-again ÷ raw |",

@@ -65,6 +65,7 @@ STYLES = {
     "java": (GREEN, "triangle", "4 2 1 2", "url(#hatch-java)"),
     "before": (BLUE, "diamond-open", "1 3", "url(#hatch-before)"),
     "ours-before": (BLUE, "diamond-open", "1 3", "url(#hatch-before)"),
+    "unbatched": ("#6baed6", "diamond", "5 2", "#6baed6"),
     "python": (PURPLE, "triangle-down", "3 3", PURPLE),
     "python-c1": (PURPLE, "triangle-down", "3 3", PURPLE),
 }
@@ -562,11 +563,21 @@ def paired_variants(p):
 def paired_label(p, variant):
     return {"ours": "ours (serve)", "raw": "hand-written pulsar loop",
             "raw-again": "the loop, second run (noise floor)", "java": "the loop over Pulsar's Java client",
+            "unbatched": "ours, --response-batching off",
             "before": before_label(p)}.get(variant, variant)
 
 
+def paired_in_flight(p):
+    """How many requests were in flight, as a title says it."""
+    loads = sorted({w.get("in_flight", p["in_flight"]) for w in p["workloads"].values()}, reverse=True)
+    if len(loads) == 1:
+        return f"{loads[0]} in flight"
+    return f"{p['in_flight']} in flight (" + ", ".join(
+        f"{name}: {w['in_flight']}" for name, w in p["workloads"].items() if w.get("in_flight", p["in_flight"]) != p["in_flight"]) + ")"
+
+
 def paired_what(p):
-    return f"{p['rounds']} rounds at {p['in_flight']} in flight, the variants back to back in alternating order"
+    return f"{p['rounds']} rounds at {paired_in_flight(p)}, the variants back to back in alternating order"
 
 
 def paired_ratios(p):
@@ -574,7 +585,7 @@ def paired_ratios(p):
     kinds = list(summary)
     variants = paired_variants(p)
     fig = Figure("Over Pulsar, paired: each variant ÷ the hand-written loop of its round",
-                 f"{p['in_flight']} requests in flight. Bar: median of {p['rounds']} per-round ratios, whisker: min–max; grey band: the loop's second "
+                 f"{paired_in_flight(p)}. Bar: median of {p['rounds']} per-round ratios, whisker: min–max; grey band: the loop's second "
                  "run ÷ its first, min–max, what two runs of one program differ by. Throughput: higher is better; "
                  "CPU per request and p99: lower is better.")
     fig.legend([("bar", v, paired_label(p, v)) for v in variants]
@@ -608,7 +619,7 @@ def paired_absolute(p):
     summary = p["summary"]
     kinds = list(summary)
     variants = absolute_variants(summary)
-    fig = Figure(f"Over Pulsar, paired: throughput and CPU per request at {p['in_flight']} in flight",
+    fig = Figure(f"Over Pulsar, paired: throughput and CPU per request at {paired_in_flight(p)}",
                  f"Bar: median of {p['rounds']} rounds, whisker: min–max over the rounds. CPU per request is the "
                  "service process's (user + system).")
     fig.legend([("bar", v, paired_label(p, v)) for v in variants])
@@ -632,7 +643,7 @@ def paired_latency(p):
     summary = p["summary"]
     kinds = list(summary)
     variants = absolute_variants(summary)
-    fig = Figure(f"Over Pulsar, paired: latency at {p['in_flight']} in flight, p50 and p99 (ms)",
+    fig = Figure(f"Over Pulsar, paired: latency at {paired_in_flight(p)}, p50 and p99 (ms)",
                  f"Each bar runs from p50 (lower marker) to p99 (upper marker), medians of {p['rounds']} rounds. "
                  "The load generator records these two percentiles.")
     fig.legend([("marker", v, paired_label(p, v)) for v in variants] + [("range", None, "p50 – p99")])

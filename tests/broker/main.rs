@@ -7,6 +7,7 @@
 //! * `announce`: `announce`, `withdraw` and `serve --announce` against
 //!   scripted config services;
 //! * `bad_input`: a corpus of bad requests against a live `serve`;
+//! * `batching`: answers ready together, as one Pulsar batch;
 //! * `broker_restart`: a restart of a broker of its own under `serve`;
 //! * `client`: `ToolClient` against a raw Pulsar responder;
 //! * `examples`: the example binaries as users run them;
@@ -28,6 +29,7 @@ mod support;
 
 mod announce;
 mod bad_input;
+mod batching;
 mod broker_restart;
 mod client;
 mod examples;

@@ -25,6 +25,7 @@
 //! [mcp-schemas]: crate::mcp#schemas-every-llm-provider-accepts
 //! [pulsar-guide]: crate::pulsar::serve
 //! [pulsar-load]: crate::pulsar::serve#load
+//! [pulsar-batches]: crate::pulsar::serve#answers-in-batches
 //! [rate-limits]: crate::host#rate-limits
 //! [trustgraph-guide]: crate::pulsar::announce
 //! [metrics-probes]: crate::metrics#probes

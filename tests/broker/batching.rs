@@ -1,0 +1,159 @@
+//! Answers ready together go out as one Pulsar batch, each under its own
+//! `id`, on persistent and non-persistent topics; `batch_responses = false`
+//! sends each alone.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::Semaphore;
+use tool_service::pulsar::serve::ServeOptions;
+use tool_service::tool_service;
+use tool_service::wire::Frame;
+
+use crate::support::{self, InProcess, RawTopic};
+
+/// Each service holds its calls until its test opens its gate.
+static GATE: Semaphore = Semaphore::const_new(0);
+static DURABLE_GATE: Semaphore = Semaphore::const_new(0);
+static ALONE_GATE: Semaphore = Semaphore::const_new(0);
+
+/// Answers with its text once the gate opens.
+///
+/// # Arguments
+/// * `text` - What to answer with.
+#[tool_service(topic = "it-batch-gate")]
+async fn gate(text: String) -> Result<String, tool_service::ToolError> {
+    let _open = GATE.acquire().await;
+    Ok(text)
+}
+
+/// The same, on persistent topics.
+///
+/// # Arguments
+/// * `text` - What to answer with.
+#[tool_service(
+    topic = "it-batch-durable",
+    request_queue = "persistent://tg/request/it-batch-durable",
+    response_queue = "persistent://tg/response/it-batch-durable"
+)]
+async fn durable_gate(text: String) -> Result<String, tool_service::ToolError> {
+    let _open = DURABLE_GATE.acquire().await;
+    Ok(text)
+}
+
+/// The same, served with batching off.
+///
+/// # Arguments
+/// * `text` - What to answer with.
+#[tool_service(topic = "it-batch-alone")]
+async fn alone_gate(text: String) -> Result<String, tool_service::ToolError> {
+    let _open = ALONE_GATE.acquire().await;
+    Ok(text)
+}
+
+const CALLS: usize = 40;
+
+/// Sends `CALLS` requests, opens `gate` once they all run, and returns how
+/// each was answered: its frame, and how many answers its message carried.
+async fn burst(
+    persistence: &str,
+    topic: &str,
+    service: &str,
+    gate: &'static Semaphore,
+    options: impl FnOnce(&mut ServeOptions),
+) -> HashMap<String, (Frame, i32)> {
+    let serving = InProcess::start_with(&[service], options).await;
+    let mut raw = RawTopic::open(persistence, topic).await;
+    for n in 0..CALLS {
+        let arguments = serde_json::json!({ "text": format!("call {n}") }).to_string();
+        let payload = serde_json::json!({ "config": "{}", "arguments": arguments }).to_string();
+        raw.send(payload.as_bytes(), Some(&format!("call-{n}"))).await;
+    }
+    let metrics = std::sync::Arc::clone(&serving.metrics);
+    support::wait_until("every call to be running", Duration::from_secs(30), || {
+        metrics.render().contains(&format!(
+            "tg_tool_service_in_flight{{processor=\"{service}\"}} {CALLS}"
+        ))
+    })
+    .await;
+    gate.add_permits(CALLS);
+    let mut answers = HashMap::new();
+    while answers.len() < CALLS {
+        let message = tokio::time::timeout(Duration::from_secs(30), raw.consumer.next())
+            .await
+            .expect("every answer within 30 s")
+            .unwrap()
+            .unwrap();
+        raw.consumer.ack(&message).await.unwrap();
+        let id = tool_service::pulsar::broker::message_id(&message)
+            .expect("every answer carries its id")
+            .to_owned();
+        let frame = Frame::decode(&message.payload.data).expect("a response frame");
+        let in_batch = message.metadata().num_messages_in_batch.unwrap_or(1);
+        assert!(
+            answers.insert(id.clone(), (frame, in_batch)).is_none(),
+            "{id} was answered twice"
+        );
+    }
+    raw.assert_quiet("the last answer").await;
+    serving.stop().await;
+    answers
+}
+
+fn assert_each_answered(answers: &HashMap<String, (Frame, i32)>) {
+    for n in 0..CALLS {
+        let (frame, _) = &answers[&format!("call-{n}")];
+        assert_eq!(frame.response, format!("call {n}"), "call-{n}'s answer");
+        assert!(frame.end_of_stream && frame.error.is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_ready_together_share_a_batch_each_under_its_own_id() {
+    let _suite = support::suite(module_path!());
+    let answers = burst(
+        "non-persistent",
+        "it-batch-gate",
+        "it-batch-gate-service",
+        &GATE,
+        |_| {},
+    )
+    .await;
+    assert_each_answered(&answers);
+    let largest = answers.values().map(|(_, n)| *n).max().unwrap();
+    assert!(
+        largest > 1,
+        "the {CALLS} answers that became ready together went out one message each"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_topic_gets_its_answers_batched_too() {
+    let _suite = support::suite(module_path!());
+    let answers = burst(
+        "persistent",
+        "it-batch-durable",
+        "it-batch-durable-service",
+        &DURABLE_GATE,
+        |_| {},
+    )
+    .await;
+    assert_each_answered(&answers);
+    assert!(answers.values().any(|(_, n)| *n > 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_batching_off_every_answer_is_its_own_message() {
+    let _suite = support::suite(module_path!());
+    let answers = burst(
+        "non-persistent",
+        "it-batch-alone",
+        "it-batch-alone-service",
+        &ALONE_GATE,
+        |options| options.batch_responses = false,
+    )
+    .await;
+    assert_each_answered(&answers);
+    assert!(answers.values().all(|(_, n)| *n == 1));
+}
