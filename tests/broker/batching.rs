@@ -68,7 +68,8 @@ async fn burst(
     for n in 0..CALLS {
         let arguments = serde_json::json!({ "text": format!("call {n}") }).to_string();
         let payload = serde_json::json!({ "config": "{}", "arguments": arguments }).to_string();
-        raw.send(payload.as_bytes(), Some(&format!("call-{n}"))).await;
+        raw.send(payload.as_bytes(), Some(&format!("call-{n}")))
+            .await;
     }
     let metrics = std::sync::Arc::clone(&serving.metrics);
     support::wait_until("every call to be running", Duration::from_secs(30), || {

@@ -49,8 +49,10 @@ pub(super) trait Batching: Send + 'static {
     type Error: std::fmt::Display + Send + 'static;
 
     /// Adds a message to the batch being built.
-    fn add(&mut self, message: Message)
-        -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
+    fn add(
+        &mut self,
+        message: Message,
+    ) -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
 
     /// Sends the batch being built, and waits for the broker's receipt (or
     /// its refusal, which the receipts of the batch's messages report).
@@ -391,7 +393,14 @@ mod tests {
         publisher.close().await.unwrap();
         assert_eq!(
             *recorder.calls.lock().unwrap(),
-            [add("a"), Call::Flush, add("b"), add("c"), Call::Flush, Call::Close]
+            [
+                add("a"),
+                Call::Flush,
+                add("b"),
+                add("c"),
+                Call::Flush,
+                Call::Close
+            ]
         );
     }
 
@@ -401,7 +410,13 @@ mod tests {
         recorder.hold.add_permits(1000);
         let limit = 3000 + crate::wire::MESSAGE_OVERHEAD;
         let mut publisher = Publisher::start(recorder.clone(), limit);
-        for (id, bytes) in [("a", 1000), ("b", 1000), ("c", 1000), ("big", 5000), ("d", 10)] {
+        for (id, bytes) in [
+            ("a", 1000),
+            ("b", 1000),
+            ("c", 1000),
+            ("big", 5000),
+            ("d", 10),
+        ] {
             drop(publisher.send(message(id, bytes)).unwrap());
         }
         publisher.close().await.unwrap();

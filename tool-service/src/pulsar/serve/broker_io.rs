@@ -201,7 +201,9 @@ async fn consumer(
 }
 
 /// A producer on a service's response topic: batching (the default; see
-/// [`super::batch`]) or sending each answer alone.
+/// [`super::batch`]) or sending each answer alone. One per service, so its
+/// size costs nothing, and the producer is not boxed.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum PulsarResponses {
     /// Each answer in a message of its own, sent at once.
     Alone(Producer<TokioExecutor>),

@@ -14,8 +14,8 @@
 //!
 #![doc = include_str!("../../../docs/pulsar.md")]
 
-mod broker_health;
 mod batch;
+mod broker_health;
 mod broker_io;
 mod busy;
 mod gate;
