@@ -10,6 +10,9 @@
 #   scripts/bench.sh mcp          only `tools/call` over MCP: ours against
 #                                 rmcp's own macros and the Python SDK
 #                                 (bench/mcp_rounds.py; no broker needed)
+#   scripts/bench.sh frames       what `serve` writes to the broker per
+#                                 request, with and without response
+#                                 batching (bench/frames.py, strace)
 #   scripts/bench.sh traced       only what tracing costs per request over
 #                                 Pulsar, paired (bench/traced.py)
 #   scripts/bench.sh instructions REV  instructions per request (callgrind)
@@ -65,6 +68,13 @@ if [ "${1:-}" = served-instructions ]; then
 fi
 if [ "${1:-}" = paired ]; then
   "$PYTHON" bench/paired.py
+  exit
+fi
+if [ "${1:-}" = frames ]; then
+  if ! command -v strace >/dev/null; then
+    scripts/apt-install.sh "bench.sh frames" strace
+  fi
+  "$PYTHON" bench/frames.py
   exit
 fi
 if [ "${1:-}" = traced ]; then

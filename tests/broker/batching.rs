@@ -158,3 +158,82 @@ async fn with_batching_off_every_answer_is_its_own_message() {
     assert_each_answered(&answers);
     assert!(answers.values().all(|(_, n)| *n == 1));
 }
+
+static POLICY_GATE: Semaphore = Semaphore::const_new(0);
+
+/// Answers `bytes` bytes once the gate opens, on persistent topics whose
+/// response topic has a lower maximum message size than the broker.
+///
+/// # Arguments
+/// * `bytes` - How long the answer is.
+#[tool_service(
+    topic = "it-batch-policy",
+    request_queue = "persistent://tg/request/it-batch-policy",
+    response_queue = "persistent://tg/response/it-batch-policy"
+)]
+async fn policy_gate(bytes: usize) -> Result<String, tool_service::ToolError> {
+    let _open = POLICY_GATE.acquire().await;
+    Ok("x".repeat(bytes))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_an_unannounced_topic_policy_is_sent_again_answer_by_answer() {
+    let _suite = support::suite(module_path!());
+    // The handshake announces the broker's limit, not the topic's: serve
+    // batches up to 128 KiB, and the broker refuses a batch over 10,000
+    // bytes. Sent again alone, each answer that fits is taken; the one
+    // that does not gets its own notice.
+    let mut raw = RawTopic::open("persistent", "it-batch-policy").await;
+    crate::oversized::limit_response_size("it-batch-policy", Some(10_000)).await;
+    let serving = InProcess::start(&["it-batch-policy-service"]).await;
+    let sizes: Vec<usize> = (0..8)
+        .map(|n| if n == 5 { 50_000 } else { 3_000 })
+        .collect();
+    for (n, bytes) in sizes.iter().enumerate() {
+        let arguments = serde_json::json!({ "bytes": bytes }).to_string();
+        let payload = serde_json::json!({ "config": "{}", "arguments": arguments }).to_string();
+        raw.send(payload.as_bytes(), Some(&format!("call-{n}")))
+            .await;
+    }
+    let metrics = std::sync::Arc::clone(&serving.metrics);
+    support::wait_until("every call to be running", Duration::from_secs(30), || {
+        metrics.render().contains(&format!(
+            "tg_tool_service_in_flight{{processor=\"it-batch-policy-service\"}} {}",
+            sizes.len()
+        ))
+    })
+    .await;
+    POLICY_GATE.add_permits(sizes.len());
+    let mut answered = HashMap::new();
+    while answered.len() < sizes.len() {
+        let (id, frame) = raw.receive().await;
+        let id = id.expect("every answer carries its id");
+        assert!(
+            answered.insert(id.clone(), frame).is_none(),
+            "{id} was answered twice"
+        );
+    }
+    raw.assert_quiet("the last answer").await;
+    for (n, bytes) in sizes.iter().enumerate() {
+        let frame = &answered[&format!("call-{n}")];
+        if *bytes > 10_000 {
+            let error = frame.error.as_ref().expect("the oversized answer's notice");
+            assert_eq!(error.kind(), tool_service::ToolError::SEND_FAILED);
+            assert!(
+                error.message().contains("Exceed maximum message size"),
+                "{error:?}"
+            );
+        } else {
+            assert_eq!(frame.response.len(), *bytes, "call-{n}: {frame:?}");
+        }
+    }
+    let metrics = serving.metrics.render();
+    assert!(
+        metrics.contains(
+            "tg_tool_service_send_failures_total{processor=\"it-batch-policy-service\"} 1\n"
+        ),
+        "{metrics}"
+    );
+    serving.stop().await;
+    crate::oversized::limit_response_size("it-batch-policy", None).await;
+}

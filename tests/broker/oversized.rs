@@ -301,7 +301,7 @@ async fn max_message_size_lowers_the_limit_and_the_log_says_which_applies() {
 /// Sets (or with `None` removes) the maximum message size policy of
 /// `persistent://tg/response/{topic}`, and waits until the broker reports it:
 /// topic policies are applied asynchronously.
-async fn limit_response_size(topic: &str, bytes: Option<usize>) {
+pub(crate) async fn limit_response_size(topic: &str, bytes: Option<usize>) {
     let policy = format!("/admin/v2/persistent/tg/response/{topic}/maxMessageSize");
     let expected = match bytes {
         Some(bytes) => {

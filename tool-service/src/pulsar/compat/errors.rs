@@ -23,6 +23,13 @@ pub(crate) fn describe_send_error(error: &pulsar::Error) -> String {
     }
 }
 
+/// Whether the broker refused the message (a `CommandSendError`: too
+/// large for a topic policy, not allowed), rather than the connection
+/// failing on the way.
+pub(crate) fn is_refusal(error: &pulsar::Error) -> bool {
+    error.to_string().contains("CommandSendError {")
+}
+
 /// Whether an error from a consumer's stream means the consumer is gone
 /// (the client could not re-create it, and nothing more will come), rather
 /// than one message it could not decode (a bad batch count, an unknown

@@ -107,6 +107,8 @@ struct Outgoing<B: Batching> {
     message: Message,
     /// Its size in a batch.
     bytes: usize,
+    /// Sent in a batch of its own.
+    alone: bool,
     receipt: oneshot::Sender<Result<B::Receipt, B::Error>>,
 }
 
@@ -131,14 +133,15 @@ impl<B: Batching> Publisher<B> {
         }
     }
 
-    /// Queues `message` for the next batch; its receipt comes once the
-    /// batch is sent.
-    pub(super) fn send(&self, message: Message) -> Result<Receipt<B>, Closed> {
+    /// Queues `message` for the next batch (`alone`: in a batch of its
+    /// own); its receipt comes once the batch is sent.
+    pub(super) fn send(&self, message: Message, alone: bool) -> Result<Receipt<B>, Closed> {
         let (receipt, received) = oneshot::channel();
         let bytes = entry_size(&message);
         let outgoing = Outgoing {
             message,
             bytes,
+            alone,
             receipt,
         };
         let queue = self.queue.as_ref().ok_or(Closed)?;
@@ -249,7 +252,7 @@ async fn publish<B: Batching>(
     while let Some(first) = queued.recv().await {
         let mut next = Some(first);
         while let Some(outgoing) = next.take().or_else(|| queued.try_recv().ok()) {
-            if !building.takes(outgoing.bytes, limit) {
+            if outgoing.alone || !building.takes(outgoing.bytes, limit) {
                 flush(&mut producer, &mut building).await;
             }
             let added = producer.add(outgoing.message).await;
@@ -259,7 +262,8 @@ async fn publish<B: Batching>(
             }
             // The worker may have stopped waiting.
             let _ = outgoing.receipt.send(added);
-            if building.bytes > limit {
+            let alone = outgoing.alone;
+            if alone || building.bytes > limit {
                 // An answer too large for any batch goes alone.
                 flush(&mut producer, &mut building).await;
             }
@@ -358,7 +362,7 @@ mod tests {
         let mut publisher = Publisher::start(recorder.clone(), 1 << 20);
         let receipts: Vec<_> = ["a", "b", "c"]
             .iter()
-            .map(|id| publisher.send(message(id, 10)).unwrap())
+            .map(|id| publisher.send(message(id, 10), false).unwrap())
             .collect();
         for receipt in receipts {
             assert!(matches!(receipt.await, Receipted::Done));
@@ -374,14 +378,14 @@ mod tests {
     async fn an_answer_alone_goes_at_once_and_those_ready_meanwhile_go_next() {
         let recorder = Recorder::default();
         let mut publisher = Publisher::start(recorder.clone(), 1 << 20);
-        let first = publisher.send(message("a", 10)).unwrap();
+        let first = publisher.send(message("a", 10), false).unwrap();
         settle().await;
         // Sent at once, with no other answer to wait for; its receipt is
         // still on its way.
         assert_eq!(*recorder.calls.lock().unwrap(), [add("a"), Call::Flush]);
         let later: Vec<_> = ["b", "c"]
             .iter()
-            .map(|id| publisher.send(message(id, 10)).unwrap())
+            .map(|id| publisher.send(message(id, 10), false).unwrap())
             .collect();
         settle().await;
         assert_eq!(recorder.calls.lock().unwrap().len(), 2);
@@ -405,7 +409,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_batch_stays_within_the_broker_limit_and_a_large_answer_goes_alone() {
+    async fn a_batch_stays_within_the_broker_limit_and_a_large_answer_or_a_retry_goes_alone() {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
         let limit = 3000 + crate::wire::MESSAGE_OVERHEAD;
@@ -416,8 +420,10 @@ mod tests {
             ("c", 1000),
             ("big", 5000),
             ("d", 10),
+            ("alone", 10),
+            ("e", 10),
         ] {
-            drop(publisher.send(message(id, bytes)).unwrap());
+            drop(publisher.send(message(id, bytes), id == "alone").unwrap());
         }
         publisher.close().await.unwrap();
         assert_eq!(
@@ -432,6 +438,10 @@ mod tests {
                 Call::Flush,
                 add("d"),
                 Call::Flush,
+                add("alone"),
+                Call::Flush,
+                add("e"),
+                Call::Flush,
                 Call::Close
             ]
         );
@@ -443,7 +453,7 @@ mod tests {
         recorder.hold.add_permits(1000);
         let mut publisher = Publisher::start(recorder.clone(), usize::MAX);
         for n in 0..=MAX_BATCH_MESSAGES {
-            drop(publisher.send(message(&n.to_string(), 1)).unwrap());
+            drop(publisher.send(message(&n.to_string(), 1), false).unwrap());
         }
         publisher.close().await.unwrap();
         let calls = recorder.calls.lock().unwrap();
@@ -461,6 +471,6 @@ mod tests {
         let recorder = Recorder::default();
         let mut publisher = Publisher::start(recorder, 1 << 20);
         publisher.close().await.unwrap();
-        assert!(publisher.send(message("a", 1)).is_err());
+        assert!(publisher.send(message("a", 1), false).is_err());
     }
 }

@@ -72,16 +72,22 @@ pub(super) trait Responses: Send + 'static {
     type Receipt: Future<Output = Result<(), Self::Error>> + Send + Unpin + 'static;
 
     /// Publishes one encoded frame under the request's `id`, with the
-    /// trace context `trace`; the receipt comes later.
+    /// trace context `trace`, in a batch with others unless `alone`; the
+    /// receipt comes later.
     fn send(
         &mut self,
         id: &str,
         frame: Vec<u8>,
         trace: Headers,
+        alone: bool,
     ) -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
 
     /// What went wrong, in words for the caller's error frame and the log.
     fn describe(error: &Self::Error) -> String;
+
+    /// Whether the broker refused the batch the frame was in (rather than
+    /// this frame alone): sent again alone, it may be taken.
+    fn refused_batch(error: &Self::Error) -> bool;
 
     /// Stops publishing.
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
@@ -220,6 +226,7 @@ impl Responses for PulsarResponses {
         id: &str,
         frame: Vec<u8>,
         trace: Headers,
+        alone: bool,
     ) -> Result<Self::Receipt, Self::Error> {
         let message = crate::pulsar::broker::response(id, frame, trace);
         match self {
@@ -228,7 +235,7 @@ impl Responses for PulsarResponses {
                 .await
                 .map(|sent| PulsarReceipt::Alone(Sent(sent))),
             Self::Batched(publisher) => publisher
-                .send(message)
+                .send(message, alone)
                 .map(PulsarReceipt::Batched)
                 .map_err(|Closed| closed()),
         }
@@ -236,6 +243,18 @@ impl Responses for PulsarResponses {
 
     fn describe(error: &Self::Error) -> String {
         crate::pulsar::compat::errors::describe_send_error(error)
+    }
+
+    /// A batch's messages fail with the batch's error, wrapped: when that
+    /// is the broker's refusal (not a lost connection), each may be sent
+    /// again alone.
+    fn refused_batch(error: &Self::Error) -> bool {
+        match error {
+            pulsar::Error::Producer(pulsar::error::ProducerError::Batch(cause)) => {
+                crate::pulsar::compat::errors::is_refusal(cause)
+            }
+            _ => false,
+        }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

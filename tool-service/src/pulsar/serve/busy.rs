@@ -40,11 +40,25 @@ pub(super) enum Done<M, E> {
     Unsent(Answer<M>, E),
 }
 
+/// Which attempt at publishing an answer a frame is: what a refusal leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Attempt {
+    /// The answer, perhaps in a batch with others: if the broker refuses
+    /// the batch, the answer is sent again alone.
+    Answer,
+    /// The answer alone: if the broker refuses it, a `send-failed` notice
+    /// takes its place.
+    Alone,
+    /// The `send-failed` notice that replaced the answer: if the broker
+    /// refuses it too, the request goes back to the broker.
+    Notice,
+}
+
 /// An answer the broker has not confirmed yet.
 pub(super) struct Sent<M> {
     pub(super) answer: Answer<M>,
-    /// Whether this is the `send-failed` notice that replaced the answer.
-    pub(super) notice: bool,
+    /// Which attempt this is.
+    pub(super) attempt: Attempt,
     /// The span of its publishing, until the receipt.
     pub(super) publish: crate::trace::Send,
 }

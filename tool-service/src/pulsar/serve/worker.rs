@@ -24,7 +24,7 @@ use pulsar::{Pulsar, TokioExecutor};
 use tokio::sync::{AcquireError, Mutex, OwnedSemaphorePermit};
 
 use super::broker_io::{PulsarRequests, PulsarResponses, Requests, Responses};
-use super::busy::{Answer, Busy, Done, Sent, Settled};
+use super::busy::{Answer, Attempt, Busy, Done, Sent, Settled};
 use super::gate::Gate;
 use super::{ServeError, ServiceReport};
 use crate::dispatch;
@@ -401,20 +401,23 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         match settled {
             Settled::Confirmed(sent, Ok(())) => self.confirmed(sent).await,
             Settled::Confirmed(sent, Err(error)) => {
-                if let Some(notice) = self.failed(sent, &error) {
-                    self.send(notice, true).await;
+                if let Some((again, attempt)) = self.failed(sent, &error) {
+                    self.send(again, attempt).await;
                 }
             }
-            Settled::TaskEnded(Ok(Done::Answer(answer))) => self.send(answer, false).await,
+            Settled::TaskEnded(Ok(Done::Answer(answer))) => {
+                self.send(answer, Attempt::Answer).await;
+            }
             Settled::TaskEnded(Ok(Done::Unsent(answer, error))) => {
-                // The chunk's own span has its failure.
+                // The chunk's own span has its failure; the chunk is lost,
+                // so the notice ends the answer.
                 let sent = Sent {
                     answer,
-                    notice: false,
+                    attempt: Attempt::Alone,
                     publish: trace::Send::default(),
                 };
-                if let Some(notice) = self.failed(sent, &error) {
-                    self.send(notice, true).await;
+                if let Some((notice, attempt)) = self.failed(sent, &error) {
+                    self.send(notice, attempt).await;
                 }
             }
             Settled::TaskEnded(Err(error)) => {
@@ -524,7 +527,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     refusing: Some(self.host.refusing()),
                     span,
                 };
-                return self.send(answer, false).await;
+                return self.send(answer, Attempt::Answer).await;
             }
         };
         let shared = match &self.output {
@@ -612,7 +615,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             span,
         };
         match polled {
-            Ok(frame) => self.send(answer(frame, span), false).await,
+            Ok(frame) => self.send(answer(frame, span), Attempt::Answer).await,
             Err(pending) => {
                 let request_span = span.clone();
                 self.busy.spawn(

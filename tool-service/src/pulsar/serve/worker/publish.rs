@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::super::broker_io::{Requests, Responses};
-use super::super::busy::{Answer, Done, Sent, RETURN_DELAY};
+use super::super::busy::{Answer, Attempt, Done, Sent, RETURN_DELAY};
 use super::{id_of, Msg, Worker};
 use crate::dispatch::{self, FrameSink};
 use crate::error::ToolError;
@@ -32,10 +32,11 @@ impl<P: Responses> Output<P> {
         id: &str,
         frame: Vec<u8>,
         trace: trace::Headers,
+        alone: bool,
     ) -> Result<P::Receipt, P::Error> {
         match self {
-            Self::Owned(responses) => responses.send(id, frame, trace).await,
-            Self::Shared(responses) => responses.lock().await.send(id, frame, trace).await,
+            Self::Owned(responses) => responses.send(id, frame, trace, alone).await,
+            Self::Shared(responses) => responses.lock().await.send(id, frame, trace, alone).await,
         }
     }
 
@@ -48,19 +49,20 @@ impl<P: Responses> Output<P> {
 }
 
 impl<R: Requests, P: Responses> Worker<R, P> {
-    /// Publishes an answer (`notice`: the `send-failed` notice that replaced
-    /// one) and keeps its receipt. A send that fails at once is handled as
-    /// a failed receipt.
-    pub(super) async fn send(&mut self, mut answer: Answer<Msg<R>>, mut notice: bool) {
+    /// Publishes an answer (or, as `attempt` says, the same alone, or the
+    /// `send-failed` notice that replaced it) and keeps its receipt. A send
+    /// that fails at once is handled as a failed receipt.
+    pub(super) async fn send(&mut self, mut answer: Answer<Msg<R>>, mut attempt: Attempt) {
         loop {
             let publish = trace::Send::response(&answer.span, &self.topics);
             let frame = answer.frame.encode();
             let id = id_of::<R>(&answer.message);
-            match self.output.send(id, frame, publish.headers()).await {
+            let alone = attempt != Attempt::Answer;
+            match self.output.send(id, frame, publish.headers(), alone).await {
                 Ok(receipt) => {
                     let sent = Sent {
                         answer,
-                        notice,
+                        attempt,
                         publish,
                     };
                     return self.busy.await_receipt(sent, receipt);
@@ -68,12 +70,12 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 Err(error) => match self.failed(
                     Sent {
                         answer,
-                        notice,
+                        attempt,
                         publish,
                     },
                     &error,
                 ) {
-                    Some(replacement) => (answer, notice) = (replacement, true),
+                    Some(again) => (answer, attempt) = again,
                     None => return,
                 },
             }
@@ -84,9 +86,10 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     pub(super) async fn confirmed(&mut self, sent: Sent<Msg<R>>) {
         let Sent {
             answer,
-            notice,
+            attempt,
             publish,
         } = sent;
+        let notice = attempt == Attempt::Notice;
         // The frame's span ends with its receipt; the request's after it.
         let sampled = publish.end();
         let Answer {
@@ -124,25 +127,38 @@ impl<R: Requests, P: Responses> Worker<R, P> {
         self.ack(&message).await;
     }
 
-    /// The one path of a frame that could not be published: logs it, and
-    /// returns the `send-failed` error frame to end the response with, so
-    /// that the caller is not left waiting (the request is then
-    /// acknowledged: answered). When that notice is what failed, the broker
-    /// is unreachable for now, and the request is returned to it after
-    /// [`RETURN_DELAY`] (redelivered on a persistent topic).
+    /// The one path of a frame that could not be published. An answer whose
+    /// batch the broker refused goes again, alone, so that one answer the
+    /// broker cannot take does not fail the others. Otherwise it logs the
+    /// failure and returns the `send-failed` error frame to end the
+    /// response with, so that the caller is not left waiting (the request is
+    /// then acknowledged: answered). When that notice is what failed, the
+    /// broker is unreachable for now, and the request is returned to it
+    /// after [`RETURN_DELAY`] (redelivered on a persistent topic).
     pub(super) fn failed(
         &mut self,
         sent: Sent<Msg<R>>,
         error: &P::Error,
-    ) -> Option<Answer<Msg<R>>> {
-        let cause = P::describe(error);
+    ) -> Option<(Answer<Msg<R>>, Attempt)> {
         let Sent {
             mut answer,
-            notice,
+            attempt,
             publish,
         } = sent;
+        if attempt == Attempt::Answer && P::refused_batch(error) {
+            // This attempt failed; the retry's span says what became of
+            // the frame.
+            publish.failed(ToolError::SEND_FAILED);
+            answer.span.in_scope(|| {
+                tracing::debug!(
+                    "the broker refused a batch of responses; sending this one again alone"
+                )
+            });
+            return Some((answer, Attempt::Alone));
+        }
+        let cause = P::describe(error);
         publish.failed(ToolError::SEND_FAILED);
-        if notice {
+        if attempt == Attempt::Notice {
             answer.span.in_scope(|| tracing::warn!(cause = %Untrusted::text(&cause), delay = ?RETURN_DELAY, "cannot send the send-failed notice either; the request goes back to the broker after a pause"));
             self.busy.give_back(answer.message, answer.call);
             return None;
@@ -157,7 +173,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             }
         });
         answer.frame = send_failed_notice(&cause);
-        Some(answer)
+        Some((answer, Attempt::Notice))
     }
 }
 
@@ -210,17 +226,26 @@ impl<P: Responses> FrameSink for ChunkSink<'_, P> {
             return Ok(());
         }
         let publish = trace::Send::response(self.request, self.topics);
-        let frame = frame.encode();
-        let sent = async {
-            let receipt = self
-                .responses
-                .lock()
-                .await
-                .send(id, frame, publish.headers())
-                .await?;
-            receipt.await
+        let (responses, context) = (self.responses, &publish);
+        let send = |frame: Vec<u8>, alone: bool| {
+            let headers = context.headers();
+            async move {
+                let receipt = responses
+                    .lock()
+                    .await
+                    .send(id, frame, headers, alone)
+                    .await?;
+                receipt.await
+            }
         };
-        let sent = sent.await;
+        let mut sent = send(frame.encode(), false).await;
+        if let Err(error) = &sent {
+            if P::refused_batch(error) {
+                // As an answer: one chunk the broker cannot take does not
+                // fail the others of its batch.
+                sent = send(frame.encode(), true).await;
+            }
+        }
         if sent.is_err() {
             publish.failed(ToolError::SEND_FAILED);
         }

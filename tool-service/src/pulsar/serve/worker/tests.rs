@@ -102,6 +102,8 @@ enum Fault {
     Garbled,
     /// The broker refused a response.
     Refused,
+    /// The broker refused the batch a response was in.
+    BatchRefused,
 }
 
 impl std::fmt::Display for Fault {
@@ -110,6 +112,7 @@ impl std::fmt::Display for Fault {
             Self::Lost => "the subscription is gone",
             Self::Garbled => "a message could not be decoded",
             Self::Refused => "the broker refused the message",
+            Self::BatchRefused => "the broker refused the batch",
         })
     }
 }
@@ -123,6 +126,8 @@ enum SendOutcome {
     RefusedAtOnce,
     /// Accepted, then refused: the receipt fails.
     ReceiptFails,
+    /// Accepted, then its batch refused: the receipt fails.
+    BatchRefused,
 }
 
 /// What the broker saw, in order.
@@ -130,6 +135,8 @@ enum SendOutcome {
 enum Seen {
     /// A frame published (`Ok`) or refused at once (`Err`).
     Sent(String, Result<Frame, Fault>),
+    /// The frame just sent was sent alone, not in a batch.
+    Alone(String),
     Ack(String),
     Nack(String),
     Resubscribed,
@@ -315,6 +322,7 @@ impl Responses for FakeResponses {
         id: &str,
         frame: Vec<u8>,
         _trace: crate::trace::Headers,
+        alone: bool,
     ) -> Result<FakeReceipt, Fault> {
         let outcome = self.0.log.lock().unwrap().sends.pop_front();
         let outcome = outcome.unwrap_or(SendOutcome::Published);
@@ -325,11 +333,15 @@ impl Responses for FakeResponses {
         }
         let frame = Frame::decode(&frame).expect("the worker sends frames");
         self.0.record(Seen::Sent(id.to_owned(), Ok(frame)));
+        if alone {
+            self.0.record(Seen::Alone(id.to_owned()));
+        }
         let receipts = Arc::clone(&self.0.receipts);
         Ok(Box::pin(async move {
             receipts.acquire().await.expect("never closed").forget();
             match outcome {
                 SendOutcome::ReceiptFails => Err(Fault::Refused),
+                SendOutcome::BatchRefused => Err(Fault::BatchRefused),
                 _ => Ok(()),
             }
         }))
@@ -337,6 +349,10 @@ impl Responses for FakeResponses {
 
     fn describe(error: &Fault) -> String {
         error.to_string()
+    }
+
+    fn refused_batch(error: &Fault) -> bool {
+        matches!(error, Fault::BatchRefused)
     }
 
     async fn close(&mut self) -> Result<(), Fault> {
@@ -727,6 +743,43 @@ async fn a_refused_response_is_replaced_by_a_send_failed_notice_which_is_acknowl
         assert_eq!(broker.settled("a", true), None);
         assert_eq!(running.stop().await.answered, 1);
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_whose_batch_was_refused_goes_again_alone_and_only_then_fails() {
+    // The batch refused, then the answer alone taken: answered as usual.
+    let broker = Broker::new();
+    broker.script([SendOutcome::BatchRefused]);
+    let running = serving("worker-tests-echo-service", &broker);
+    running.deliver("a", r#"{"text":"hello"}"#);
+    broker
+        .until("acknowledged", |b| b.settled("a", false).is_some())
+        .await;
+    let answer = Frame::last(Ok("hello".into()));
+    assert_eq!(broker.frames("a"), [answer.clone(), answer.clone()]);
+    let alone = |b: &Broker| {
+        b.seen()
+            .iter()
+            .filter(|(_, seen)| matches!(seen, Seen::Alone(id) if id == "a"))
+            .count()
+    };
+    assert_eq!(alone(&broker), 1, "{:?}", broker.seen());
+    assert_eq!(running.stop().await.answered, 1);
+
+    // Refused alone too: the send-failed notice, as for any refused answer.
+    let broker = Broker::new();
+    broker.script([SendOutcome::BatchRefused, SendOutcome::ReceiptFails]);
+    let running = serving("worker-tests-echo-service", &broker);
+    running.deliver("a", r#"{"text":"hello"}"#);
+    broker
+        .until("acknowledged", |b| b.settled("a", false).is_some())
+        .await;
+    let frames = broker.frames("a");
+    assert_eq!(frames[..2], [answer.clone(), answer]);
+    assert_eq!(error_kind(&frames[2]), Some(ToolError::SEND_FAILED));
+    assert_eq!(frames.len(), 3);
+    assert_eq!(alone(&broker), 2, "the notice goes alone too");
+    assert_eq!(running.stop().await.answered, 1);
 }
 
 #[tokio::test(start_paused = true)]
