@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
-use tool_service::pulsar::serve::ServeOptions;
 use tool_service::tool_service;
 use tool_service::wire::Frame;
 
@@ -54,31 +53,19 @@ async fn alone_gate(text: String) -> Result<String, tool_service::ToolError> {
 
 const CALLS: usize = 40;
 
-/// Sends `CALLS` requests, opens `gate` once they all run, and returns how
-/// each was answered: its frame, and how many answers its message carried.
-async fn burst(
-    persistence: &str,
-    topic: &str,
-    service: &str,
-    gate: &'static Semaphore,
-    options: impl FnOnce(&mut ServeOptions),
-) -> HashMap<String, (Frame, i32)> {
-    let serving = InProcess::start_with(&[service], options).await;
+/// Serves `{topic}-service` (on `persistence` topics, batching its answers
+/// or not), sends it `CALLS` requests, opens `gate` once they all run, and
+/// checks that each was answered once, with its own text. Returns how many
+/// answers each answer's message carried.
+async fn burst(persistence: &str, topic: &str, gate: &'static Semaphore, batch: bool) -> Vec<i32> {
+    let service = format!("{topic}-service");
+    let serving =
+        InProcess::start_with(&[&service], |options| options.batch_responses = batch).await;
     let mut raw = RawTopic::open(persistence, topic).await;
-    for n in 0..CALLS {
-        let arguments = serde_json::json!({ "text": format!("call {n}") }).to_string();
-        let payload = serde_json::json!({ "config": "{}", "arguments": arguments }).to_string();
-        raw.send(payload.as_bytes(), Some(&format!("call-{n}")))
-            .await;
-    }
-    let metrics = std::sync::Arc::clone(&serving.metrics);
-    support::wait_until("every call to be running", Duration::from_secs(30), || {
-        metrics.render().contains(&format!(
-            "tg_tool_service_in_flight{{processor=\"{service}\"}} {CALLS}"
-        ))
-    })
-    .await;
-    gate.add_permits(CALLS);
+    let calls: Vec<_> = (0..CALLS)
+        .map(|n| serde_json::json!({ "text": format!("call {n}") }))
+        .collect();
+    send_then_open(&mut raw, &serving, &calls, gate).await;
     let mut answers = HashMap::new();
     while answers.len() < CALLS {
         let message = tokio::time::timeout(Duration::from_secs(30), raw.consumer.next())
@@ -99,32 +86,49 @@ async fn burst(
     }
     raw.assert_quiet("the last answer").await;
     serving.stop().await;
-    answers
-}
-
-fn assert_each_answered(answers: &HashMap<String, (Frame, i32)>) {
     for n in 0..CALLS {
         let (frame, _) = &answers[&format!("call-{n}")];
         assert_eq!(frame.response, format!("call {n}"), "call-{n}'s answer");
         assert!(frame.end_of_stream && frame.error.is_none());
     }
+    answers
+        .into_values()
+        .map(|(_, in_batch)| in_batch)
+        .collect()
+}
+
+/// Sends a request of each of `calls`' arguments (ids `call-0`, `call-1`, …)
+/// and opens `gate` once they all run.
+async fn send_then_open(
+    raw: &mut RawTopic,
+    serving: &InProcess,
+    calls: &[serde_json::Value],
+    gate: &'static Semaphore,
+) {
+    for (n, arguments) in calls.iter().enumerate() {
+        let payload =
+            serde_json::json!({ "config": "{}", "arguments": arguments.to_string() }).to_string();
+        raw.send(payload.as_bytes(), Some(&format!("call-{n}")))
+            .await;
+    }
+    let metrics = std::sync::Arc::clone(&serving.metrics);
+    let running = format!("}} {}", calls.len());
+    support::wait_until("every call to be running", Duration::from_secs(30), || {
+        metrics
+            .render()
+            .lines()
+            .any(|line| line.starts_with("tg_tool_service_in_flight{") && line.ends_with(&running))
+    })
+    .await;
+    gate.add_permits(calls.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_ready_together_share_a_batch_each_under_its_own_id() {
     let _suite = support::suite(module_path!());
-    let answers = burst(
-        "non-persistent",
-        "it-batch-gate",
-        "it-batch-gate-service",
-        &GATE,
-        |_| {},
-    )
-    .await;
-    assert_each_answered(&answers);
-    let largest = answers.values().map(|(_, n)| *n).max().unwrap();
+    let batches = burst("non-persistent", "it-batch-gate", &GATE, true).await;
     assert!(
-        largest > 1,
+        batches.iter().any(|n| *n > 1),
         "the {CALLS} answers that became ready together went out one message each"
     );
 }
@@ -132,31 +136,15 @@ async fn answers_ready_together_share_a_batch_each_under_its_own_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_topic_gets_its_answers_batched_too() {
     let _suite = support::suite(module_path!());
-    let answers = burst(
-        "persistent",
-        "it-batch-durable",
-        "it-batch-durable-service",
-        &DURABLE_GATE,
-        |_| {},
-    )
-    .await;
-    assert_each_answered(&answers);
-    assert!(answers.values().any(|(_, n)| *n > 1));
+    let batches = burst("persistent", "it-batch-durable", &DURABLE_GATE, true).await;
+    assert!(batches.iter().any(|n| *n > 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_batching_off_every_answer_is_its_own_message() {
     let _suite = support::suite(module_path!());
-    let answers = burst(
-        "non-persistent",
-        "it-batch-alone",
-        "it-batch-alone-service",
-        &ALONE_GATE,
-        |options| options.batch_responses = false,
-    )
-    .await;
-    assert_each_answered(&answers);
-    assert!(answers.values().all(|(_, n)| *n == 1));
+    let batches = burst("non-persistent", "it-batch-alone", &ALONE_GATE, false).await;
+    assert!(batches.iter().all(|n| *n == 1));
 }
 
 static POLICY_GATE: Semaphore = Semaphore::const_new(0);
@@ -189,21 +177,11 @@ async fn a_batch_over_an_unannounced_topic_policy_is_sent_again_answer_by_answer
     let sizes: Vec<usize> = (0..8)
         .map(|n| if n == 5 { 50_000 } else { 3_000 })
         .collect();
-    for (n, bytes) in sizes.iter().enumerate() {
-        let arguments = serde_json::json!({ "bytes": bytes }).to_string();
-        let payload = serde_json::json!({ "config": "{}", "arguments": arguments }).to_string();
-        raw.send(payload.as_bytes(), Some(&format!("call-{n}")))
-            .await;
-    }
-    let metrics = std::sync::Arc::clone(&serving.metrics);
-    support::wait_until("every call to be running", Duration::from_secs(30), || {
-        metrics.render().contains(&format!(
-            "tg_tool_service_in_flight{{processor=\"it-batch-policy-service\"}} {}",
-            sizes.len()
-        ))
-    })
-    .await;
-    POLICY_GATE.add_permits(sizes.len());
+    let calls: Vec<_> = sizes
+        .iter()
+        .map(|bytes| serde_json::json!({ "bytes": bytes }))
+        .collect();
+    send_then_open(&mut raw, &serving, &calls, &POLICY_GATE).await;
     let mut answered = HashMap::new();
     while answered.len() < sizes.len() {
         let (id, frame) = raw.receive().await;

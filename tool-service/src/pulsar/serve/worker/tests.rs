@@ -720,13 +720,7 @@ async fn over_the_byte_budget_a_persistent_topic_is_not_read_until_answers_free_
 #[tokio::test(start_paused = true)]
 async fn a_refused_response_is_replaced_by_a_send_failed_notice_which_is_acknowledged() {
     for outcome in [SendOutcome::RefusedAtOnce, SendOutcome::ReceiptFails] {
-        let broker = Broker::new();
-        broker.script([outcome]);
-        let running = serving("worker-tests-echo-service", &broker);
-        running.deliver("a", r#"{"text":"hello"}"#);
-        broker
-            .until("acknowledged", |b| b.settled("a", false).is_some())
-            .await;
+        let (broker, answered) = answer_one([outcome]).await;
         let frames = broker.frames("a");
         let notice = frames.last().unwrap();
         assert_eq!(
@@ -741,45 +735,48 @@ async fn a_refused_response_is_replaced_by_a_send_failed_notice_which_is_acknowl
             "{notice:?}"
         );
         assert_eq!(broker.settled("a", true), None);
-        assert_eq!(running.stop().await.answered, 1);
+        assert_eq!(answered, 1);
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_answer_whose_batch_was_refused_goes_again_alone_and_only_then_fails() {
-    // The batch refused, then the answer alone taken: answered as usual.
+/// Serves one request `a` while the broker does `outcomes` to the sends;
+/// the broker once `a` is acknowledged, and how many the worker answered.
+async fn answer_one(outcomes: impl IntoIterator<Item = SendOutcome>) -> (Broker, u64) {
     let broker = Broker::new();
-    broker.script([SendOutcome::BatchRefused]);
+    broker.script(outcomes);
     let running = serving("worker-tests-echo-service", &broker);
     running.deliver("a", r#"{"text":"hello"}"#);
     broker
         .until("acknowledged", |b| b.settled("a", false).is_some())
         .await;
-    let answer = Frame::last(Ok("hello".into()));
-    assert_eq!(broker.frames("a"), [answer.clone(), answer.clone()]);
+    let answered = running.stop().await.answered;
+    (broker, answered)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_whose_batch_was_refused_goes_again_alone_and_only_then_fails() {
     let alone = |b: &Broker| {
         b.seen()
             .iter()
             .filter(|(_, seen)| matches!(seen, Seen::Alone(id) if id == "a"))
             .count()
     };
+    let answer = Frame::last(Ok("hello".into()));
+    // The batch refused, then the answer alone taken: answered as usual.
+    let (broker, answered) = answer_one([SendOutcome::BatchRefused]).await;
+    assert_eq!(broker.frames("a"), [answer.clone(), answer.clone()]);
     assert_eq!(alone(&broker), 1, "{:?}", broker.seen());
-    assert_eq!(running.stop().await.answered, 1);
+    assert_eq!(answered, 1);
 
     // Refused alone too: the send-failed notice, as for any refused answer.
-    let broker = Broker::new();
-    broker.script([SendOutcome::BatchRefused, SendOutcome::ReceiptFails]);
-    let running = serving("worker-tests-echo-service", &broker);
-    running.deliver("a", r#"{"text":"hello"}"#);
-    broker
-        .until("acknowledged", |b| b.settled("a", false).is_some())
-        .await;
+    let (broker, answered) =
+        answer_one([SendOutcome::BatchRefused, SendOutcome::ReceiptFails]).await;
     let frames = broker.frames("a");
     assert_eq!(frames[..2], [answer.clone(), answer]);
     assert_eq!(error_kind(&frames[2]), Some(ToolError::SEND_FAILED));
     assert_eq!(frames.len(), 3);
     assert_eq!(alone(&broker), 2, "the notice goes alone too");
-    assert_eq!(running.stop().await.answered, 1);
+    assert_eq!(answered, 1);
 }
 
 #[tokio::test(start_paused = true)]
