@@ -28,13 +28,11 @@ DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"
 ALERTS = ROOT / "deploy" / "prometheus-alerts.yml"
 
 # The dashboard's variables as the check fills them in: every service of
-# the scraped job, and the limits the replica runs with.
+# the scraped job.
 VARIABLES = {
     "$__rate_interval": "1m",
     "$job": "tools",
     "$service": ".*",
-    "$concurrency": "64",
-    "$mcp_max_connections": "512",
 }
 
 # Panels whose queries legitimately return no series under this load, each

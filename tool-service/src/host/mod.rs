@@ -326,7 +326,7 @@ impl Host {
     pub fn new(registry: Arc<Registry>, options: &HostOptions) -> Result<Self, SelectError> {
         check_names(&registry, options)?;
         let services = registry.select(&options.only)?;
-        let services = services
+        let services: Vec<Hosted> = services
             .into_iter()
             .map(|service| Hosted {
                 service,
@@ -340,6 +340,9 @@ impl Host {
             .collect();
         let metrics = Arc::new(Metrics::new());
         metrics.add_state(registry.state());
+        for hosted in &services {
+            metrics.set_concurrency_limit(hosted.service.id(), hosted.concurrency);
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 registry,

@@ -63,6 +63,7 @@ pub(crate) struct Answering {
 
 impl Connections {
     pub(crate) fn new(max: usize, metrics: Arc<Metrics>) -> Arc<Self> {
+        metrics.mcp_max_connections(max.max(1));
         Arc::new(Self {
             max: max.max(1),
             epoch: Instant::now(),

@@ -16,9 +16,11 @@
 //! | `tg_tool_service_broker_connected` | gauge | none | 1 while the Pulsar broker answers this process's connection, 0 while it does not (probed every 2 s; absent when nothing is served on Pulsar) |
 //! | `tg_tool_service_errors_total` | counter | `processor`, `type` | error frames by error type, refusals included |
 //! | `tg_tool_service_in_flight` | gauge | `processor` | requests being handled now |
+//! | `tg_tool_service_concurrency_limit` | gauge | `processor` | calls the service takes in its handler at once, over every transport (`--concurrency`); `in_flight` summed over the transports reaches it, and more wait |
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
+//! | `tg_tool_service_mcp_max_connections` | gauge | none | the most connections the MCP port keeps open (`--mcp-max-connections`; absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |
 //! | `tg_tool_service_mcp_auth_refusals_total` | counter | `reason` | MCP requests refused by the port's OAuth authorization (absent unless it is on): `missing_token`, `malformed_header`, `malformed_token`, `token_too_large`, `algorithm`, `unknown_key`, `signature`, `issuer`, `audience`, `expired`, `not_yet_valid`, `inactive`, `insufficient_scope`, `issuer_unavailable` |
 //! | `tg_tool_service_mcp_auth_keys_loaded` | gauge | none | 1 once the authorization server's keys are loaded (until then `/readyz/mcp` fails) |

@@ -27,6 +27,8 @@ pub struct Metrics {
     pub(super) mcp_http: std::sync::OnceLock<McpHttpMetrics>,
     /// The MCP port's authorization, once it is on.
     pub(super) mcp_auth: std::sync::OnceLock<McpAuthMetrics>,
+    /// Each hosted service's concurrency limit, over every transport.
+    pub(super) concurrency: Mutex<Vec<(&'static str, usize)>>,
 }
 
 /// The MCP port's authorization: refusals by reason, and whether the
@@ -38,10 +40,12 @@ pub(super) struct McpAuthMetrics {
     pub(super) refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
-/// The MCP port's connections: open now, and closed by a limit, by why.
+/// The MCP port's connections: open now, the cap, and closed by a limit,
+/// by why.
 #[derive(Debug, Default)]
 pub(super) struct McpHttpMetrics {
     pub(super) open: std::sync::atomic::AtomicU64,
+    pub(super) cap: std::sync::atomic::AtomicU64,
     pub(super) closed: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -105,6 +109,28 @@ impl Metrics {
         let created = Arc::new(ServiceMetrics::new(id, transport));
         services.push(Arc::clone(&created));
         created
+    }
+
+    /// The concurrency limit of the service `id`, over every transport
+    /// (`tg_tool_service_concurrency_limit`).
+    pub(crate) fn set_concurrency_limit(&self, id: &'static str, limit: usize) {
+        let mut limits = self
+            .concurrency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match limits.iter_mut().find(|(service, _)| *service == id) {
+            Some(found) => found.1 = limit,
+            None => limits.push((id, limit)),
+        }
+    }
+
+    /// The MCP port's connection cap; renders the MCP connection families
+    /// from then on.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn mcp_max_connections(&self, cap: usize) {
+        let http = self.mcp_http.get_or_init(McpHttpMetrics::default);
+        http.cap
+            .store(u64::try_from(cap).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Counts a connection opened (`true`) or closed (`false`) on the MCP

@@ -118,11 +118,34 @@ impl Metrics {
             &services,
             |service| service.in_flight.load(Ordering::Relaxed).to_string(),
         );
+        let limits = self
+            .concurrency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if !limits.is_empty() {
+            let name = "tg_tool_service_concurrency_limit";
+            let _ = writeln!(
+                out,
+                "# HELP {name} Calls a service takes in its handler at once, over every transport"
+            );
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            for (processor, limit) in limits {
+                let _ = writeln!(out, "{name}{{processor=\"{processor}\"}} {limit}");
+            }
+        }
         if let Some(http) = self.mcp_http.get() {
             let name = "tg_tool_service_mcp_connections";
             let _ = writeln!(out, "# HELP {name} Connections open on the MCP port");
             let _ = writeln!(out, "# TYPE {name} gauge");
             let _ = writeln!(out, "{name} {}", http.open.load(Ordering::Relaxed));
+            let name = "tg_tool_service_mcp_max_connections";
+            let _ = writeln!(
+                out,
+                "# HELP {name} Connections the MCP port keeps open at most"
+            );
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name} {}", http.cap.load(Ordering::Relaxed));
             let name = "tg_tool_service_mcp_connections_closed_total";
             let _ = writeln!(
                 out,
@@ -291,6 +314,27 @@ mod tests {
         assert!(metrics
             .render()
             .contains("tg_tool_service_in_flight{processor=\"joke-service\"} 0\n"));
+    }
+
+    #[test]
+    fn the_limits_each_replica_runs_with_are_gauges() {
+        let metrics = Metrics::new();
+        assert!(!metrics.render().contains("concurrency_limit"));
+        metrics.set_concurrency_limit("joke-service", 8);
+        metrics.set_concurrency_limit("echo-service", 64);
+        metrics.set_concurrency_limit("joke-service", 4);
+        let text = metrics.render();
+        assert!(text.contains("# TYPE tg_tool_service_concurrency_limit gauge\n"));
+        assert!(text.contains("tg_tool_service_concurrency_limit{processor=\"joke-service\"} 4\n"));
+        assert!(text.contains("tg_tool_service_concurrency_limit{processor=\"echo-service\"} 64\n"));
+        assert!(!text.contains("mcp_max_connections"));
+        #[cfg(feature = "mcp")]
+        {
+            metrics.mcp_max_connections(512);
+            let text = metrics.render();
+            assert!(text.contains("tg_tool_service_mcp_max_connections 512\n"));
+            assert!(text.contains("tg_tool_service_mcp_connections 0\n"));
+        }
     }
 
     #[test]
