@@ -107,6 +107,7 @@ impl std::error::Error for RegistryError {}
 // checkout). A label's first definition wins, so these, read first, send
 // its labels to the items and sections of the rustdoc pages instead.
 /// [llm-may-send]: macro@crate::tool_service#what-the-llm-may-send
+/// [python-call]: crate::pulsar::announce#calling-a-tool-from-python
 /// [`Registry::call`]: Registry::call
 /// [`Registry::call_tool`]: Registry::call_tool
 /// [`Registry::collect`]: Registry::collect
