@@ -56,8 +56,13 @@ const CALLS: usize = 40;
 /// Serves `{topic}-service` (on `persistence` topics, batching its answers
 /// or not), sends it `CALLS` requests, opens `gate` once they all run, and
 /// checks that each was answered once, with its own text. Returns how many
-/// answers each answer's message carried.
-async fn burst(persistence: &str, topic: &str, gate: &'static Semaphore, batch: bool) -> Vec<i32> {
+/// answers each answer's message carried, and the metrics then.
+async fn burst(
+    persistence: &str,
+    topic: &str,
+    gate: &'static Semaphore,
+    batch: bool,
+) -> (Vec<i32>, String) {
     let service = format!("{topic}-service");
     let serving =
         InProcess::start_with(&[&service], |options| options.batch_responses = batch).await;
@@ -85,16 +90,23 @@ async fn burst(persistence: &str, topic: &str, gate: &'static Semaphore, batch: 
         );
     }
     raw.assert_quiet("the last answer").await;
+    let metrics = serving.metrics.render();
     serving.stop().await;
     for n in 0..CALLS {
         let (frame, _) = &answers[&format!("call-{n}")];
         assert_eq!(frame.response, format!("call {n}"), "call-{n}'s answer");
         assert!(frame.end_of_stream && frame.error.is_none());
     }
-    answers
+    let batches = answers
         .into_values()
         .map(|(_, in_batch)| in_batch)
-        .collect()
+        .collect();
+    (batches, metrics)
+}
+
+/// The value of the sample `name{processor="{topic}-service"}`.
+fn sample(metrics: &str, name: &str, topic: &str) -> Option<f64> {
+    support::sample(metrics, &format!("{name}{{processor=\"{topic}-service\"}}"))
 }
 
 /// Sends a request of each of `calls`' arguments (ids `call-0`, `call-1`, …)
@@ -126,25 +138,46 @@ async fn send_then_open(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_ready_together_share_a_batch_each_under_its_own_id() {
     let _suite = support::suite(module_path!());
-    let batches = burst("non-persistent", "it-batch-gate", &GATE, true).await;
+    let (batches, metrics) = burst("non-persistent", "it-batch-gate", &GATE, true).await;
     assert!(
         batches.iter().any(|n| *n > 1),
         "the {CALLS} answers that became ready together went out one message each"
+    );
+    // The metrics count what the consumer saw.
+    let sent = sample(
+        &metrics,
+        "tg_tool_service_batched_responses_total",
+        "it-batch-gate",
+    );
+    assert_eq!(sent, Some(CALLS as f64), "{metrics}");
+    let distinct: std::collections::BTreeSet<_> = batches.iter().collect();
+    let counted = sample(
+        &metrics,
+        "tg_tool_service_response_batches_total",
+        "it-batch-gate",
+    );
+    assert!(
+        counted.is_some_and(|n| n >= distinct.len() as f64 && n < CALLS as f64),
+        "{counted:?} batches for batch sizes {distinct:?}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_topic_gets_its_answers_batched_too() {
     let _suite = support::suite(module_path!());
-    let batches = burst("persistent", "it-batch-durable", &DURABLE_GATE, true).await;
+    let (batches, _) = burst("persistent", "it-batch-durable", &DURABLE_GATE, true).await;
     assert!(batches.iter().any(|n| *n > 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_batching_off_every_answer_is_its_own_message() {
     let _suite = support::suite(module_path!());
-    let batches = burst("non-persistent", "it-batch-alone", &ALONE_GATE, false).await;
+    let (batches, metrics) = burst("non-persistent", "it-batch-alone", &ALONE_GATE, false).await;
     assert!(batches.iter().all(|n| *n == 1));
+    assert!(
+        !metrics.contains("tg_tool_service_response_batches_total"),
+        "{metrics}"
+    );
 }
 
 static POLICY_GATE: Semaphore = Semaphore::const_new(0);

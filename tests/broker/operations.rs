@@ -17,12 +17,6 @@ static ECHO_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The same for the `wait` service.
 static WAIT_TOPIC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn sample(body: &str, series: &str) -> Option<f64> {
-    body.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map(|value| value.parse().expect("a number"))
-}
-
 // Tests in this file run side by side, so each serves its own service: two
 // replicas on one subscription would split the requests.
 
@@ -79,7 +73,11 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
     assert_eq!(status, "HTTP/1.1 200 OK");
 
     let expect = |series: &str, value: f64| {
-        assert_eq!(sample(&body, series), Some(value), "{series} in\n{body}");
+        assert_eq!(
+            support::sample(&body, series),
+            Some(value),
+            "{series} in\n{body}"
+        );
     };
     let service = r#"processor="wait-service""#;
     let consumer = r#"processor="wait-service",consumer="request""#;
@@ -133,11 +131,11 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
     })
     .await;
     assert_eq!(
-        sample(&body, &format!("tg_tool_service_in_flight{{{service}}}")),
+        support::sample(&body, &format!("tg_tool_service_in_flight{{{service}}}")),
         Some(0.0)
     );
     assert_eq!(
-        sample(
+        support::sample(
             &body,
             &format!("tg_dynamic_tool_service_invocation_total{{{service}}}")
         ),

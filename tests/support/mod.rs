@@ -677,3 +677,11 @@ impl Drop for SuiteTurn {
         }
     }
 }
+
+/// The value of the sample `series` (a name and its labels, as rendered) in
+/// a metrics exposition.
+pub(crate) fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.parse().expect("a number"))
+}

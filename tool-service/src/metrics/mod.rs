@@ -19,6 +19,8 @@
 //! | `tg_tool_service_concurrency_limit` | gauge | `processor` | calls the service takes in its handler at once, over every transport (`--concurrency`); `in_flight` summed over the transports reaches it, and more wait |
 //! | `tg_tool_service_oversized_responses_total` | counter | `processor` | responses (or chunks) too large for the broker, answered with a `response-too-large` error instead, or not at all when even that would not fit |
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
+//! | `tg_tool_service_response_batches_total` | counter | `processor` | batches the response frames went to the broker in, over Pulsar (absent with `--response-batching off`, or before the first) |
+//! | `tg_tool_service_batched_responses_total` | counter | `processor` | response frames sent in those batches: its rate over the batches' is the mean batch size |
 //! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_max_connections` | gauge | none | the most connections the MCP port keeps open (`--mcp-max-connections`; absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |

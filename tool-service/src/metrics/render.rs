@@ -110,6 +110,33 @@ impl Metrics {
             &services,
             |service| service.send_failures.load(Ordering::Relaxed).to_string(),
         );
+        // Pulsar's only, and only once a batch was sent: absent with
+        // batching off and over MCP.
+        let batching: Vec<_> = services
+            .iter()
+            .filter(|service| {
+                service.transport == Via::Pulsar && service.batches.load(Ordering::Relaxed) > 0
+            })
+            .cloned()
+            .collect();
+        if !batching.is_empty() {
+            per_service(
+                &mut out,
+                "tg_tool_service_response_batches_total",
+                "counter",
+                "Batches the service's response frames went to the broker in",
+                &batching,
+                |service| service.batches.load(Ordering::Relaxed).to_string(),
+            );
+            per_service(
+                &mut out,
+                "tg_tool_service_batched_responses_total",
+                "counter",
+                "Response frames sent in those batches",
+                &batching,
+                |service| service.batched.load(Ordering::Relaxed).to_string(),
+            );
+        }
         per_service(
             &mut out,
             "tg_tool_service_in_flight",

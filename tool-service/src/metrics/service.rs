@@ -43,6 +43,9 @@ pub(crate) struct ServiceMetrics {
     pub(super) running: AtomicBool,
     pub(super) oversized: AtomicU64,
     pub(super) send_failures: AtomicU64,
+    /// Batches of responses sent, and the responses in them.
+    pub(super) batches: AtomicU64,
+    pub(super) batched: AtomicU64,
     pub(super) latency: Histogram,
     pub(super) errors: Mutex<Vec<(String, u64)>>,
 }
@@ -58,6 +61,8 @@ impl ServiceMetrics {
             running: AtomicBool::new(false),
             oversized: AtomicU64::new(0),
             send_failures: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            batched: AtomicU64::new(0),
             latency: Histogram::default(),
             errors: Mutex::new(Vec::new()),
         }
@@ -101,6 +106,15 @@ impl ServiceMetrics {
     #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
     pub(crate) fn send_failed(&self) {
         let _ = self.send_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a batch of `frames` response frames sent to the broker.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn batch_sent(&self, frames: usize) {
+        let _ = self.batches.fetch_add(1, Ordering::Relaxed);
+        let _ = self
+            .batched
+            .fetch_add(u64::try_from(frames).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Marks the service's consumer as running or stopped.

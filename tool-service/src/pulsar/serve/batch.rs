@@ -24,9 +24,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use std::sync::Arc;
+
 use pulsar::producer::{Message, Producer, SendFuture};
 use pulsar::TokioExecutor;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::metrics::ServiceMetrics;
 
 /// At most this many answers in one batch (what Pulsar's Java client
 /// batches by default).
@@ -120,13 +124,18 @@ pub(super) struct Publisher<B: Batching> {
 
 impl<B: Batching> Publisher<B> {
     /// Starts the task that publishes through `producer`, in batches of at
-    /// most `max_message_size` bytes with their envelope.
-    pub(super) fn start(producer: B, max_message_size: usize) -> Self {
+    /// most `max_message_size` bytes with their envelope, and counts them in
+    /// `metrics`.
+    pub(super) fn start(
+        producer: B,
+        max_message_size: usize,
+        metrics: Arc<ServiceMetrics>,
+    ) -> Self {
         let (queue, queued) = mpsc::unbounded_channel();
         let limit = max_message_size
             .saturating_sub(crate::wire::MESSAGE_OVERHEAD)
             .min(MAX_BATCH_BYTES);
-        let task = tokio::spawn(publish(producer, queued, limit));
+        let task = tokio::spawn(publish(producer, queued, limit, metrics));
         Self {
             queue: Some(queue),
             task: Some(task),
@@ -247,13 +256,15 @@ async fn publish<B: Batching>(
     mut producer: B,
     mut queued: mpsc::UnboundedReceiver<Outgoing<B>>,
     limit: usize,
+    metrics: Arc<ServiceMetrics>,
 ) -> Result<(), B::Error> {
     let mut building = Building::default();
+    let metrics = &*metrics;
     while let Some(first) = queued.recv().await {
         let mut next = Some(first);
         while let Some(outgoing) = next.take().or_else(|| queued.try_recv().ok()) {
             if outgoing.alone || !building.takes(outgoing.bytes, limit) {
-                flush(&mut producer, &mut building).await;
+                flush(&mut producer, &mut building, metrics).await;
             }
             let added = producer.add(outgoing.message).await;
             if added.is_ok() {
@@ -265,19 +276,20 @@ async fn publish<B: Batching>(
             let alone = outgoing.alone;
             if alone || building.bytes > limit {
                 // An answer too large for any batch goes alone.
-                flush(&mut producer, &mut building).await;
+                flush(&mut producer, &mut building, metrics).await;
             }
         }
-        flush(&mut producer, &mut building).await;
+        flush(&mut producer, &mut building, metrics).await;
     }
     producer.close().await
 }
 
 /// Sends the batch being built, if it holds anything.
-async fn flush<B: Batching>(producer: &mut B, building: &mut Building) {
+async fn flush<B: Batching>(producer: &mut B, building: &mut Building, metrics: &ServiceMetrics) {
     if building.messages == 0 {
         return;
     }
+    metrics.batch_sent(building.messages);
     *building = Building::default();
     if let Err(error) = producer.flush().await {
         // The receipts of its messages say what became of them.
@@ -288,7 +300,7 @@ async fn flush<B: Batching>(producer: &mut B, building: &mut Building) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     /// What the producer was asked, in order.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,6 +357,10 @@ mod tests {
         }
     }
 
+    fn metrics() -> Arc<ServiceMetrics> {
+        crate::metrics::Metrics::new().service("batch-tests-service")
+    }
+
     fn add(id: &str) -> Call {
         Call::Add(id.to_owned())
     }
@@ -359,7 +375,8 @@ mod tests {
     async fn what_is_queued_together_goes_in_one_batch() {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
-        let mut publisher = Publisher::start(recorder.clone(), 1 << 20);
+        let all = crate::metrics::Metrics::new();
+        let mut publisher = Publisher::start(recorder.clone(), 1 << 20, all.service("b-service"));
         let receipts: Vec<_> = ["a", "b", "c"]
             .iter()
             .map(|id| publisher.send(message(id, 10), false).unwrap())
@@ -372,12 +389,19 @@ mod tests {
             *recorder.calls.lock().unwrap(),
             [add("a"), add("b"), add("c"), Call::Flush, Call::Close]
         );
+        let text = all.render();
+        assert!(
+            text.contains("tg_tool_service_response_batches_total{processor=\"b-service\"} 1\n")
+        );
+        assert!(
+            text.contains("tg_tool_service_batched_responses_total{processor=\"b-service\"} 3\n")
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn an_answer_alone_goes_at_once_and_those_ready_meanwhile_go_next() {
         let recorder = Recorder::default();
-        let mut publisher = Publisher::start(recorder.clone(), 1 << 20);
+        let mut publisher = Publisher::start(recorder.clone(), 1 << 20, metrics());
         let first = publisher.send(message("a", 10), false).unwrap();
         settle().await;
         // Sent at once, with no other answer to wait for; its receipt is
@@ -413,7 +437,7 @@ mod tests {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
         let limit = 3000 + crate::wire::MESSAGE_OVERHEAD;
-        let mut publisher = Publisher::start(recorder.clone(), limit);
+        let mut publisher = Publisher::start(recorder.clone(), limit, metrics());
         for (id, bytes) in [
             ("a", 1000),
             ("b", 1000),
@@ -451,7 +475,7 @@ mod tests {
     async fn a_batch_holds_at_most_its_count() {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
-        let mut publisher = Publisher::start(recorder.clone(), usize::MAX);
+        let mut publisher = Publisher::start(recorder.clone(), usize::MAX, metrics());
         for n in 0..=MAX_BATCH_MESSAGES {
             drop(publisher.send(message(&n.to_string(), 1), false).unwrap());
         }
@@ -469,7 +493,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn after_close_an_answer_is_refused_with_closed() {
         let recorder = Recorder::default();
-        let mut publisher = Publisher::start(recorder, 1 << 20);
+        let mut publisher = Publisher::start(recorder, 1 << 20, metrics());
         publisher.close().await.unwrap();
         assert!(publisher.send(message("a", 1), false).is_err());
     }

@@ -145,6 +145,7 @@ impl PulsarWorker {
                 PulsarResponses::Batched(super::batch::Publisher::start(
                     producer,
                     options.max_message_size,
+                    Arc::clone(&metrics),
                 ))
             })
         } else {
