@@ -97,6 +97,44 @@ def raw_exchange(topic, payload, properties):
         client.close()
 
 
+def test_pulsars_python_client_unpacks_batches_of_answers_each_under_its_own_id():
+    """Answers ready together arrive as one batch (serve's default); the
+    client TrustGraph builds on, pulsar-client's C++ core, hands out each
+    answer of a batch as a message of its own with its own `id`."""
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        consumer = client.subscribe(
+            "non-persistent://tg/response/echo",
+            f"raw-{uuid.uuid4()}",
+            consumer_type=pulsar.ConsumerType.Exclusive,
+            initial_position=pulsar.InitialPosition.Latest,
+        )
+        # Requests in batches too, so that many arrive, and are answered,
+        # together.
+        producer = client.create_producer(
+            "non-persistent://tg/request/echo", batching_enabled=True, batching_max_publish_delay_ms=5
+        )
+        sent = {f"batch-{n}-{uuid.uuid4()}": f"message {n}" for n in range(200)}
+        for call, text in sent.items():
+            request = json.dumps({"config": "{}", "arguments": json.dumps({"text": text})})
+            producer.send_async(request.encode(), None, properties={"id": call})
+        producer.flush()
+        answered, batch_indexes = {}, set()
+        deadline = time.time() + 30
+        while len(answered) < len(sent) and time.time() < deadline:
+            message = consumer.receive(timeout_millis=30000)
+            consumer.acknowledge(message)
+            call = message.properties().get("id")
+            if call in sent:
+                assert call not in answered, f"{call} answered twice"
+                answered[call] = json.loads(message.data())["response"]
+                batch_indexes.add(message.message_id().batch_index())
+        assert answered == sent
+        assert max(batch_indexes) > 0, f"no answer came in a batch of several: {batch_indexes}"
+    finally:
+        client.close()
+
+
 def test_the_original_spec_request_shape_with_user_is_served():
     payload = (GOLDEN / "request-original.json").read_bytes()
     properties, frame = raw_exchange("joke", payload, {"id": "spec-request-1"})
