@@ -793,3 +793,59 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
         "the handler ran to its end"
     );
 }
+
+#[tokio::test]
+async fn a_refusal_before_the_body_is_read_says_the_connection_closes_and_an_answer_keeps_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::default()).unwrap();
+    let address = serve_http_on_any_port(
+        server,
+        tool_service::mcp::HttpOptions::default().with_token("s3cret"),
+    )
+    .await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    let head = |authorization: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{authorization}\
+             Content-Length: {}\r\n\r\n",
+            initialize.len()
+        )
+    };
+    // The head, then the body a moment later (as a client may send them):
+    // the refusal goes out before the body arrives, which hyper would take
+    // as a reason to close the connection after it, silently. A client
+    // that sent its retry on it would lose it.
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(head("").as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stream.write_all(initialize.as_bytes()).await.unwrap();
+    let mut refused = String::new();
+    stream.read_to_string(&mut refused).await.unwrap();
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    assert!(
+        refused
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n"),
+        "{refused}"
+    );
+    // Let through, the body is read and the connection kept.
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = head("Authorization: Bearer s3cret\r\n") + &initialize;
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answered = vec![0; 64 * 1024];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answered))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let answered = String::from_utf8_lossy(&answered[..read]);
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(
+        !answered.to_ascii_lowercase().contains("connection: close"),
+        "{answered}"
+    );
+}

@@ -600,21 +600,34 @@ impl Endpoint {
     }
 
     async fn respond(&self, request: hyper::Request<Incoming>) -> hyper::Response<Body> {
+        // An answer given before the body is read (a refusal) ends the
+        // connection when a body may still be on its way: hyper would
+        // close it anyway once it found the body unread, without saying
+        // so, and a client that sent its next request on it (an OAuth
+        // client retrying with its new token) would lose that request.
+        let unread_body = may_have_body(&request);
+        let before_body = |response| {
+            if unread_body {
+                close_after(response)
+            } else {
+                response
+            }
+        };
         let host = request
             .headers()
             .get(hyper::header::HOST)
             .and_then(|value| value.to_str().ok());
         if !self.hosts.allows(host) {
-            return self.hosts.refuse(host);
+            return before_body(self.hosts.refuse(host));
         }
         let path = request.uri().path();
         if let Some(auth) = &self.auth {
             if path == super::auth::METADATA_PATH || path == super::auth::ROOT_METADATA_PATH {
-                return auth.metadata_response(request.method());
+                return before_body(auth.metadata_response(request.method()));
             }
         }
         if path != MCP_PATH {
-            return plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp");
+            return before_body(plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp"));
         }
         // A browser's CORS preflight carries no credentials and runs nothing.
         let preflight = request.method() == hyper::Method::OPTIONS;
@@ -622,7 +635,7 @@ impl Endpoint {
             Some(_) if preflight => None,
             Some(auth) => match auth.authenticate(request.headers()).await {
                 Ok(caller) => Some(caller),
-                Err(refusal) => return auth.refuse(refusal),
+                Err(refusal) => return before_body(auth.refuse(refusal)),
             },
             None => None,
         };
@@ -636,7 +649,7 @@ impl Endpoint {
                     hyper::header::WWW_AUTHENTICATE,
                     hyper::header::HeaderValue::from_static("Bearer"),
                 );
-                return response;
+                return before_body(response);
             }
         }
         let ends_session = request.method() == hyper::Method::DELETE;
@@ -716,11 +729,28 @@ fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
 fn closing(status: hyper::StatusCode, text: String) -> hyper::Response<Body> {
     let mut response = plain(status, "");
     *response.body_mut() = Full::new(Bytes::from(text)).boxed();
+    close_after(response)
+}
+
+/// `response`, saying that the connection closes after it.
+fn close_after(mut response: hyper::Response<Body>) -> hyper::Response<Body> {
     response.headers_mut().insert(
         hyper::header::CONNECTION,
         hyper::header::HeaderValue::from_static("close"),
     );
     response
+}
+
+/// Whether a body may follow the request's head: a length above zero, or
+/// one sent in chunks.
+fn may_have_body<B>(request: &hyper::Request<B>) -> bool {
+    let headers = request.headers();
+    if headers.contains_key(hyper::header::TRANSFER_ENCODING) {
+        return true;
+    }
+    headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .is_some_and(|length| length.to_str().map_or(true, |length| length.trim() != "0"))
 }
 
 fn plain(status: hyper::StatusCode, text: &'static str) -> hyper::Response<Body> {
