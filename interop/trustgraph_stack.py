@@ -31,12 +31,23 @@ ends it, every wait is bounded):
 - `Librarian`, a stand-in acking the agent's provenance saves.
 
 The config queues (`request:tg:config`, `config:<ws>`) have fixed names, so one
-stack per broker: `start()` refuses to run next to another config service.
-The agent's own queues carry a per-process tag, so they do not clash.
+stack per broker: `start()` waits for a stack that is stopping to be gone
+from `request:tg:config` (the broker's topic stats), and refuses to run next
+to a config service that stays. The agent's own queues carry a per-process
+tag, so they do not clash.
+
+Every step of the start waits on state, not time: the config service's
+subscription is on the broker (its stats) before the first request, whose
+answer may still be lost (the harness's own response subscription is
+scheduled, not awaited, on 2.7.15), so the idempotent `__workspaces__` put is
+sent again until answered. A start that fails names the step it was at.
+`stop()` fails when a processor's stop raised, or when the config service's
+consumer is still on the broker afterwards.
 """
 
 import asyncio
 import collections
+import inspect
 import json
 import logging
 import os
@@ -44,9 +55,16 @@ import sys
 import threading
 import time
 import types
+import urllib.error
+import urllib.request
 import uuid
 
 PULSAR_URL = os.environ.get("PULSAR_URL", "pulsar://127.0.0.1:6650")
+PULSAR_ADMIN_URL = f"http://127.0.0.1:{os.environ.get('PULSAR_HTTP_PORT', '8080')}"
+# `request:tg:config` as both releases map it, and the subscription of the
+# config service the stack starts (its id).
+CONFIG_REQUEST_TOPIC = "non-persistent://tg/request/config"
+CONFIG_SERVICE_ID = "config-svc"
 BROKEN_WORKSPACE = "broken"
 BROKEN_MESSAGE = "storage is unavailable for workspace 'broken' (injected by the test harness)"
 
@@ -151,6 +169,21 @@ def flow_definition(tag):
 
 def _json(value):
     return json.loads(value) if value else value
+
+
+def consumers(topic, admin_url=PULSAR_ADMIN_URL):
+    """{subscription: number of consumers} of `topic` (`non-persistent://…` or
+    `persistent://…`) from the broker's topic stats; {} while the topic does
+    not exist."""
+    url = f"{admin_url}/admin/v2/{topic.replace('://', '/', 1)}/stats"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            stats = json.load(response)
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return {}
+        raise
+    return {name: len(sub.get("consumers") or []) for name, sub in (stats.get("subscriptions") or {}).items()}
 
 
 class ScriptedLLM:
@@ -316,6 +349,8 @@ class TrustGraphStack:
         self._startup_error = None
         self._stopping = None  # asyncio.Event, made on the loop
         self._config_clients = {}
+        self._step = "connecting to the broker"
+        self._stop_errors = []
 
     # ---- lifecycle ------------------------------------------------------
 
@@ -351,6 +386,8 @@ class TrustGraphStack:
         agent_patch.revert()
         logging.getLogger("trustgraph").removeHandler(self.log)
         assert not alive, f"the TrustGraph stack did not stop within {timeout}s\n{self.tail()}"
+        errors, self._stop_errors = self._stop_errors, []
+        assert not errors, "stopping the TrustGraph stack failed:\n  " + "\n  ".join(errors) + f"\n{self.tail()}"
 
     def tail(self):
         return "last TrustGraph log lines:\n  " + "\n  ".join(self.log.lines)
@@ -369,15 +406,21 @@ class TrustGraphStack:
         self.tasks = tg_messaging.Tasks()
         release = tg_messaging.processor_params(self.tasks)
         tasks, processors = [], []
+        deadline = asyncio.timeout(self.startup_timeout)
         try:
-            async with asyncio.timeout(self.startup_timeout):
+            async with deadline:
                 await self._refuse_a_second_config_service()
-                config = ConfigProcessor(id="config-svc", pulsar_host=self.url, **release)
+                self._step = "starting TrustGraph's config service"
+                config = ConfigProcessor(id=CONFIG_SERVICE_ID, pulsar_host=self.url, **release)
                 await config.start()
                 processors.append(config)
                 self.config_service = config
+                self._step = f"waiting for the config service's subscription on {CONFIG_REQUEST_TOPIC}"
+                await self._until_consumers(lambda found: found.get(CONFIG_SERVICE_ID, 0) > 0, self._step)
                 for workspace in self.WORKSPACES:
+                    self._step = f"registering the workspace {workspace!r}"
                     await self._register_workspace(workspace)
+                self._step = "putting the agent's flow (processor:agent-manager)"
                 await self._config_request("default", ConfigRequest(operation="put", values=[ConfigValue(
                     type="processor:agent-manager", key="default", value=json.dumps(self.flow))]))
                 topics = self.flow["topics"]
@@ -388,6 +431,7 @@ class TrustGraphStack:
                         type="processor:mcp-tool", key="default", value=json.dumps(route))]))
                     # Imported here: 2.7.15's needs an older MCP SDK than the peer's.
                     from trustgraph.agent.mcp_tool.service import Service as McpToolProcessor
+                    self._step = "starting TrustGraph's mcp-tool processor"
                     mcp_tool = McpToolProcessor(id="mcp-tool", pulsar_host=self.url, config_timeout=10, **release)
                     await mcp_tool.start()
                     processors.append(mcp_tool)
@@ -398,6 +442,7 @@ class TrustGraphStack:
                     self.backend, topics["prompt-request"], topics["prompt-response"])))
                 tasks.append(asyncio.create_task(self.librarian.serve(
                     self.backend, topics["librarian-request"], topics["librarian-response"])))
+                self._step = f"starting TrustGraph's {self.agent_kind} agent"
                 agent = self.AGENTS[self.agent_kind](id="agent-manager", pulsar_host=self.url, config_timeout=10,
                                        librarian_timeout=10, prompt_timeout=30, **release)
                 await agent.start()
@@ -408,11 +453,16 @@ class TrustGraphStack:
                 self.questions = await tg_messaging.client(
                     self.backend, request_topic=topics["request"], response_topic=topics["response"],
                     request_schema=AgentRequest, response_schema=AgentResponse, default_timeout=60)
-        except TimeoutError:
-            self._startup_error = (f"not up within {self.startup_timeout}s: is a Pulsar broker at {self.url}? "
-                                   f"(scripts/pulsar.sh status / start)")
+        except TimeoutError as e:
+            if not deadline.expired():  # a wait of the step's own
+                self._startup_error = f"{self._step}: timed out ({type(e).__name__}: {e})"
+            elif processors:
+                self._startup_error = f"not up within {self.startup_timeout}s, while {self._step}"
+            else:
+                self._startup_error = (f"not up within {self.startup_timeout}s, while {self._step}: is a Pulsar "
+                                       f"broker at {self.url}? (scripts/pulsar.sh status / start)")
         except BaseException as e:
-            self._startup_error = f"{type(e).__name__}: {e}"
+            self._startup_error = f"{self._step}: {type(e).__name__}: {e}"
         self._started.set()
         try:
             if self._startup_error is None:
@@ -436,38 +486,69 @@ class TrustGraphStack:
                     for workspace, flow in list(getattr(processor, "flows", {})):
                         await processor.stop_flow(workspace, flow)
                     for client in getattr(processor, "tool_service_clients", {}).values():
-                        await client.close()
-                    await processor.stop()
+                        # 2.11.1's clients close(); 2.7.15's (a RequestResponse) stop().
+                        await (client.close() if hasattr(client, "close") else client.stop())
+                    # 2.11.1's stop() is a coroutine; 2.7.15's closes its
+                    # backend and returns None.
+                    stopping = processor.stop()
+                    if inspect.isawaitable(stopping):
+                        await stopping
             except Exception as e:
-                logging.getLogger(__name__).warning(f"stopping {processor.id}: {e!r}")
+                self._stop_errors.append(f"stopping {processor.id}: {type(e).__name__}: {e}")
         for client in clients:
             await client.close()
         await self.tasks.cancel()
         await self.backend.close()
+        if processors:  # the config service started: its consumer must be gone
+            try:
+                await self._until_consumers(lambda found: not found.get(CONFIG_SERVICE_ID), 
+                                            "the config service's consumer to leave the broker", timeout=15)
+            except Exception as e:
+                self._stop_errors.append(str(e))
+
+    async def _until_consumers(self, condition, what, timeout=None):
+        """Polls the consumers on `request:tg:config` until `condition`
+        holds of them ({subscription: count})."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            found = await asyncio.to_thread(consumers, CONFIG_REQUEST_TOPIC)
+            if condition(found):
+                return found
+            if deadline is not None and time.monotonic() > deadline:
+                raise RuntimeError(f"{what}: not within {timeout}s (consumers on {CONFIG_REQUEST_TOPIC}: {found})")
+            await asyncio.sleep(0.05)
 
     async def _refuse_a_second_config_service(self):
-        client = await tg_messaging.client(
-            self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
-            request_schema=ConfigRequest, response_schema=ConfigResponse)
+        """Waits for the consumers of a stack that is stopping to leave
+        `request:tg:config`; refuses to start beside one that stays."""
+        self._step = f"waiting for {CONFIG_REQUEST_TOPIC} to have no consumer"
         try:
-            await client.request(ConfigRequest(operation="getkeys-all-ws", type="workspace"), timeout=1.5)
-        except asyncio.TimeoutError:
-            return
-        finally:
-            await client.close()
-        raise RuntimeError("another TrustGraph config service already answers on request:tg:config "
-                           "on this broker; stop it (one stack per broker: the config queues have fixed names)")
+            await self._until_consumers(lambda found: not any(found.values()), self._step, timeout=15)
+        except RuntimeError as e:
+            raise RuntimeError(f"another TrustGraph config service answers on request:tg:config on this broker; "
+                               f"stop it (one stack per broker: the config queues have fixed names): {e}") from None
 
     async def _register_workspace(self, workspace):
         """The `__workspaces__` registration (a system-queue put, which TrustGraph's IAM service makes in a deployment), then wait for `config:<ws>`."""
         client = await tg_messaging.client(
             self.backend, request_topic="request:tg:config", response_topic="response:tg:config",
             request_schema=ConfigRequest, response_schema=ConfigResponse)
+        put = ConfigRequest(
+            operation="put", workspace="__workspaces__",
+            values=[ConfigValue(type="workspace", key=workspace, value=json.dumps({"enabled": True}))])
         try:
-            reply = await client.request(ConfigRequest(
-                operation="put", workspace="__workspaces__",
-                values=[ConfigValue(type="workspace", key=workspace, value=json.dumps({"enabled": True}))]),
-                timeout=10)
+            # The config service is subscribed (start() waited for it), but
+            # the answer can go before this client's own response
+            # subscription is in place: the put is idempotent, so it goes
+            # again until answered.
+            for attempt in range(1, 11):
+                try:
+                    reply = await client.request(put, timeout=2)
+                    break
+                except asyncio.TimeoutError:
+                    if attempt == 10:
+                        raise RuntimeError(f"the __workspaces__ put of {workspace!r} was not answered in 10 tries "
+                                           f"of 2 s") from None
             assert reply.error is None, reply.error
         finally:
             await client.close()
