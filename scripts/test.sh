@@ -34,6 +34,13 @@ cleanup() {
   rm -rf "$logs"
 }
 trap cleanup EXIT
+# What each suite ran, printed at the end: `counted NAME N`.
+counts=()
+counted() { counts+=("$(printf '%6d  %s' "$2" "$1")"); }
+# The tests cargo's harness ran, from its `test result:` lines in FILE.
+cargo_count() { awk '/^test result:/ {n += $4} END {print n + 0}' "$1"; }
+# The tests a quiet pytest run passed, from its closing line in FILE.
+pytest_count() { { grep -Eo '[0-9]+ passed' "$1" || echo 0; } | tail -n 1 | cut -d' ' -f1; }
 background() {
   local name="$1"
   shift
@@ -112,15 +119,16 @@ phase "alerting rules: promtool check and unit tests"
 scripts/prometheus.sh --check >/dev/null
 
 phase "unit, doc, ui and integration tests"
-# The ui cases (trybuild compiles each, with a build of its own: the
-# longest suite, and all CPU) beside the others, which mostly wait on the
-# broker. cargo holds no lock while tests run, so the two share the build.
-cargo test -p tool-service-suite --test offline --locked -- ui::ui --exact \
-  >"$logs/ui-tests.out" 2>&1 &
+# The ui cases (trybuild compiles each against tool-service without
+# default features, in a build of its own: tests/ui) beside the others,
+# which mostly wait on the broker. cargo holds no lock while tests run, so
+# the two share the build above.
+cargo test --workspace --locked --test ui >"$logs/ui-tests.out" 2>&1 &
 ui_tests=$!
 jobs_pids+=("$ui_tests")
 tests_status=0
-cargo test --workspace --locked --no-fail-fast -- --skip ui::ui --exact || tests_status=$?
+cargo test --workspace --locked --no-fail-fast -- --skip ui --exact 2>&1 | tee "$logs/tests.out" \
+  || tests_status=$?
 echo "==> the attribute's compile errors and accepted shapes (trybuild)" >&2
 ui_status=0
 wait "$ui_tests" || ui_status=$?
@@ -128,8 +136,11 @@ cat "$logs/ui-tests.out"
 [ "$tests_status" -eq 0 ] || { echo "test.sh: tests failed (above)" >&2; exit 1; }
 [ "$ui_status" -eq 0 ] || { echo "test.sh: the ui tests failed (above)" >&2; exit 1; }
 # A renamed test would match no filter and pass as zero tests.
-grep -q '^test ui::ui \.\.\. ok$' "$logs/ui-tests.out" \
-  || { echo "test.sh: no test ui::ui ran: rename it here too (tests/offline/ui.rs)" >&2; exit 1; }
+grep -q '^test ui \.\.\. ok$' "$logs/ui-tests.out" \
+  || { echo "test.sh: no test ui ran: rename it here too (tests/ui/ui.rs)" >&2; exit 1; }
+counted "unit, doc and integration tests (cargo test)" "$(cargo_count "$logs/tests.out")"
+counted "ui cases, compile-fail and compile-pass (trybuild, one test)" \
+  "$(grep -Ec 'should (pass|fail to compile)\] \.\.\. .*ok' "$logs/ui-tests.out")"
 
 phase "interop with TrustGraph's Python code, the Python MCP SDK and the MCP conformance suite"
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
@@ -145,7 +156,9 @@ jobs_pids+=("$oauth_tests")
 schemas_tests=$!
 jobs_pids+=("$schemas_tests")
 "$TOOL_SERVICE_PEER_PYTHON" -m pytest interop -q -p no:cacheprovider --durations=5 \
-  --ignore=interop/test_mcp_oauth.py --ignore=interop/test_dashboard.py
+  --ignore=interop/test_mcp_oauth.py --ignore=interop/test_dashboard.py 2>&1 | tee "$logs/interop-tests.out"
+counted "interop: TrustGraph 2.11.1, the MCP SDKs, conformance, balancers (pytest)" \
+  "$(pytest_count "$logs/interop-tests.out")"
 # The dashboard and alerts against a real Prometheus scraping the echo
 # example, beside the 2.7 suite (which serves joke only): conftest's echo
 # replica, gone by now, would have shared its topics.
@@ -154,22 +167,36 @@ jobs_pids+=("$schemas_tests")
 dashboard_tests=$!
 jobs_pids+=("$dashboard_tests")
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
-"$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider
+"$peer27_python" -m pytest interop-trustgraph-2.7 -q -p no:cacheprovider 2>&1 | tee "$logs/tg27-tests.out"
+counted "interop: TrustGraph 2.7.15's stock agent (pytest)" "$(pytest_count "$logs/tg27-tests.out")"
 echo "==> the Grafana dashboard's queries and the alerts' expressions on a real Prometheus" >&2
 dashboard_status=0
 wait "$dashboard_tests" || dashboard_status=$?
 cat "$logs/dashboard-tests.out"
 [ "$dashboard_status" -eq 0 ] || { echo "test.sh: the dashboard check failed (above)" >&2; exit 1; }
+counted "the dashboard and alerts on Prometheus (pytest)" "$(pytest_count "$logs/dashboard-tests.out")"
 echo "==> MCP authorization: a real authorization server, the TypeScript and Python SDKs' OAuth clients" >&2
 oauth_status=0
 wait "$oauth_tests" || oauth_status=$?
 cat "$logs/oauth-tests.out"
 [ "$oauth_status" -eq 0 ] || { echo "test.sh: the MCP authorization tests failed (above)" >&2; exit 1; }
+counted "MCP authorization (pytest)" "$(pytest_count "$logs/oauth-tests.out")"
 echo "==> the tools' schemas through the providers' own MCP client code (google-genai, ADK, OpenAI Agents, LangChain, Anthropic)" >&2
 schemas_status=0
 wait "$schemas_tests" || schemas_status=$?
 cat "$logs/schemas-tests.out"
 [ "$schemas_status" -eq 0 ] || { echo "test.sh: the schema checks failed (above)" >&2; exit 1; }
+counted "schemas through the providers' MCP clients (pytest)" "$(pytest_count "$logs/schemas-tests.out")"
+
+echo "==> tests run, by suite:" >&2
+total=0
+for line in "${counts[@]}"; do
+  echo "$line" >&2
+  read -r n _ <<<"$line"
+  total=$((total + n))
+done
+echo "==> $total tests in all"
+echo "$total passed, 0 failed"
 
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 phase "tests passed; $(du -sh "$target_dir" | cut -f1) in $target_dir"

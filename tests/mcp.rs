@@ -69,6 +69,48 @@ async fn numbers(n: u32) -> Vec<u32> {
 #[tool_service(topic = "mcp-nothing")]
 async fn nothing() {}
 
+/// Manage notes.
+///
+/// # Arguments
+/// * `id` - The note.
+#[tool_service(
+    topic = "mcp-notes",
+    annotations(destructive, open_world = false),
+    tool(
+        name = "delete-note",
+        title = "Delete a note",
+        config(mode = "delete"),
+        annotations(idempotent)
+    ),
+    tool(
+        name = "read-note",
+        title = "Read a note",
+        config(mode = "read"),
+        annotations(read_only)
+    ),
+    tool(
+        name = "touch-note",
+        config(mode = "touch"),
+        annotations(destructive = false, idempotent = false)
+    )
+)]
+async fn notes(#[config_param] mode: String, id: u32) -> String {
+    format!("{mode} {id}")
+}
+
+/// Search the web.
+///
+/// # Arguments
+/// * `query` - What to look for.
+#[tool_service(
+    topic = "mcp-web-search",
+    annotations(read_only = true, open_world = true),
+    tool(title = "Web search")
+)]
+async fn web_search(query: String) -> String {
+    query
+}
+
 /// Always fail.
 #[tool_service(topic = "mcp-fail")]
 async fn fail() -> Result<String, ToolError> {
@@ -212,15 +254,19 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
     assert_eq!(
         names,
         [
+            "delete-note",
             "fail",
             "hold",
             "limited",
             "nothing",
             "numbers",
             "panic-now",
+            "read-note",
             "story",
             "tell-dad-joke",
             "tell-pun",
+            "touch-note",
+            "web-search",
             "whoami"
         ]
     );
@@ -268,6 +314,64 @@ async fn the_server_names_itself_and_lists_one_tool_per_trustgraph_tool() {
     assert_eq!(output["type"], "object");
     assert_eq!(output["required"], json!(["result"]));
     assert_eq!(output["properties"]["result"]["type"], "array");
+}
+
+/// `annotations(…)` on the attribute holds for every tool of the service,
+/// a preset's own hints win hint by hint (a preset that makes itself
+/// read-only drops the service's write hints), a preset's `title` is the
+/// tool's name for people, and a tool with none has no annotations.
+#[tokio::test]
+async fn annotations_and_titles_reach_tools_list() {
+    let server = connect().await.server;
+    let served = |name: &str| {
+        let tool = server.tool(name).unwrap();
+        let annotations = tool.annotations.map(|annotations| {
+            (
+                annotations.title,
+                annotations.read_only_hint,
+                annotations.destructive_hint,
+                annotations.idempotent_hint,
+                annotations.open_world_hint,
+            )
+        });
+        (tool.title, annotations)
+    };
+    let title = |text: &str| Some(text.to_owned());
+    assert_eq!(
+        served("delete-note"),
+        (
+            title("Delete a note"),
+            Some((
+                title("Delete a note"),
+                None,
+                Some(true),
+                Some(true),
+                Some(false)
+            ))
+        )
+    );
+    assert_eq!(
+        served("read-note"),
+        (
+            title("Read a note"),
+            Some((title("Read a note"), Some(true), None, None, Some(false)))
+        )
+    );
+    assert_eq!(
+        served("touch-note"),
+        (
+            None,
+            Some((None, None, Some(false), Some(false), Some(false)))
+        )
+    );
+    assert_eq!(
+        served("web-search"),
+        (
+            title("Web search"),
+            Some((title("Web search"), Some(true), None, None, Some(true)))
+        )
+    );
+    assert_eq!(served("nothing"), (None, None));
 }
 
 #[tokio::test]

@@ -12,7 +12,6 @@
 //!   --mcp-listen` while its broker does not answer;
 //! * `registries`: every example binary's registry is valid;
 //! * `suites`: every broker test takes its suite's turn;
-//! * `ui`: the attribute's compile errors and accepted shapes (trybuild);
 //! * `version`: `-V` and `--version` of the examples.
 
 #[path = "../support/mod.rs"]
@@ -27,5 +26,4 @@ mod links;
 mod ops;
 mod registries;
 mod suites;
-mod ui;
 mod version;
