@@ -3,6 +3,7 @@ tool-service caller built exactly as TrustGraph 2.11.1 builds one."""
 
 import asyncio
 import json
+import re
 import os
 import pathlib
 import shutil
@@ -125,7 +126,10 @@ class McpHttp:
     serves MCP."""
 
     def __init__(self, example, *args, serve=False, env=None, port=None):
-        self.port = port or free_port()
+        # Port 0 unless the caller must name the port before it starts (an
+        # OAuth resource URL): the server binds a free one and logs its URL,
+        # so no other process can take it in between.
+        self.port = port or 0
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.lines = []
         self.ready = threading.Event()
@@ -152,10 +156,33 @@ class McpHttp:
             self.lines.append(line.rstrip())
             if "serving MCP" in line:
                 seen.add("mcp")
+                bound = re.search(r"url=(https?://[^ ]+/mcp)", line)
+                if bound:
+                    self.url = bound.group(1)
+                    self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
+            metrics = re.search(r"metrics on (http://[^ ]+/metrics)", line)
+            if metrics:
+                self.metrics_url = metrics.group(1)
             if " ready" in line:
                 seen.add("pulsar")
             if "mcp" in seen and (not serve or "pulsar" in seen):
                 self.ready.set()
+
+    def in_flight(self):
+        """Calls the server is handling now: `tg_tool_service_in_flight`
+        summed over its services, from its metrics endpoint."""
+        assert getattr(self, "metrics_url", None), "the server logged no metrics URL:\n" + "\n".join(self.lines)
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as answer:
+            text = answer.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("tg_tool_service_in_flight{"))
+
+    def wait_in_flight(self, condition, what, timeout=15):
+        """Polls `in_flight()` until `condition` holds of it."""
+        deadline = time.monotonic() + timeout
+        while not condition(count := self.in_flight()):
+            assert time.monotonic() < deadline, f"{what}: not within {timeout} s (in flight: {count})"
+            time.sleep(0.02)
 
     def list_tools(self, version):
         """`tools/list` as a client on protocol `version` sends it over

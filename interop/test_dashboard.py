@@ -178,31 +178,46 @@ def test_every_dashboard_query_and_alert_expression_answers_from_a_real_promethe
         while not scraped_total(prometheus, port):
             assert time.monotonic() < deadline, "Prometheus did not scrape the load's counts"
             time.sleep(0.5)
-        time.sleep(2)  # two more scrapes: every series has a rate
+        # What the load should have produced, seen through Prometheus once
+        # a scrape has all of it (polled: one scrape may have part).
+        def produced():
+            types = {s["metric"]["type"] for s in prometheus.query('tg_tool_service_errors_total{job="tools"} > 0')}
+            transports = {
+                s["metric"].get("transport", "pulsar")
+                for s in prometheus.query('tg_consumer_processing_total{job="tools"} > 0')
+            }
+            return types, transports
 
-        # What the load should have produced, seen through Prometheus.
-        types = {s["metric"]["type"] for s in prometheus.query('tg_tool_service_errors_total{job="tools"} > 0')}
-        assert {"invalid-arguments", "timeout", "rate-limited", "response-too-large"} <= types, types
-        transports = {
-            s["metric"].get("transport", "pulsar")
-            for s in prometheus.query('tg_consumer_processing_total{job="tools"} > 0')
-        }
-        assert transports == {"pulsar", "mcp"}, transports
+        expected = {"invalid-arguments", "timeout", "rate-limited", "response-too-large"}
+        deadline = time.monotonic() + 30
+        while not (expected <= (found := produced())[0] and found[1] == {"pulsar", "mcp"}):
+            assert time.monotonic() < deadline, f"the load's error types and transports: {found}"
+            time.sleep(0.5)
 
-        empty = []
-        for variable in dashboard["templating"]["list"]:
-            found = re.fullmatch(r"label_values\((.+), (\w+)\)", variable.get("definition", ""))
-            if found:
-                answer = prometheus.query(fill(f"count by ({found[2]}) ({found[1]})"))
-                if not answer:
-                    empty.append(f"variable {variable['name']}")
-        for panel in dashboard["panels"]:
-            for target in panel["targets"]:
-                answer = prometheus.query(fill(target["expr"]))
-                if panel["title"] in NO_DATA:
-                    assert not answer, f"{panel['title']} has data now: take it off NO_DATA"
-                elif not answer:
-                    empty.append(f"{panel['title']} ({target['refId']}): {target['expr']}")
+        def empty_series():
+            """The dashboard's variables and panels with no series yet."""
+            empty = []
+            for variable in dashboard["templating"]["list"]:
+                found = re.fullmatch(r"label_values\((.+), (\w+)\)", variable.get("definition", ""))
+                if found:
+                    answer = prometheus.query(fill(f"count by ({found[2]}) ({found[1]})"))
+                    if not answer:
+                        empty.append(f"variable {variable['name']}")
+            for panel in dashboard["panels"]:
+                for target in panel["targets"]:
+                    answer = prometheus.query(fill(target["expr"]))
+                    if panel["title"] in NO_DATA:
+                        assert not answer, f"{panel['title']} has data now: take it off NO_DATA"
+                    elif not answer:
+                        empty.append(f"{panel['title']} ({target['refId']}): {target['expr']}")
+            return empty
+
+        # A rate needs two scrapes after the load: polled until every panel
+        # has its series (or 30 s have passed, and the assertion names those
+        # still empty).
+        deadline = time.monotonic() + 30
+        while (empty := empty_series()) and time.monotonic() < deadline:
+            time.sleep(0.5)
         assert not empty, "no series for:\n" + "\n".join(empty)
 
         for rule in rules:

@@ -205,20 +205,23 @@ def test_bad_http_input_is_answered_and_the_server_keeps_serving(joke):
 
 
 def test_a_client_that_disconnects_mid_call_leaves_the_server_serving():
-    async def abandon(session):
-        call = asyncio.ensure_future(session.call_tool("wait", {"ms": 1500}))
-        await asyncio.sleep(0.3)
-        call.cancel()
-        return "left"
-
     async def body(session):
         return await session.call_tool("wait", {"ms": 10})
 
     with McpHttp("echo") as server:
-        try:
-            run(mcp_session(server.url, abandon))
-        except BaseException:
-            pass
+        async def abandon(session):
+            call = asyncio.ensure_future(session.call_tool("wait", {"ms": 1500}))
+            # The call is in the handler before the client goes.
+            await asyncio.to_thread(server.wait_in_flight, lambda n: n == 1, "the call to start")
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            return "left"
+
+        assert run(mcp_session(server.url, abandon)) == "left"
+        # The abandoned call ends (dropped, or at its end), and the server
+        # serves the next.
+        server.wait_in_flight(lambda n: n == 0, "the abandoned call to end")
         assert texts(run(mcp_session(server.url, body))) == "waited 10 ms"
 
 
@@ -371,7 +374,7 @@ def test_sigterm_lets_a_call_in_flight_finish_within_the_grace_period():
     try:
         async def call_then_terminate():
             call = asyncio.ensure_future(mcp_session(server.url, body))
-            await asyncio.sleep(0.5)
+            await asyncio.to_thread(server.wait_in_flight, lambda n: n == 1, "the call to start")
             server.process.send_signal(signal.SIGTERM)
             return await call
 

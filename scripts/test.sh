@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command:
 #   scripts/test.sh
-# Format and lints, then the unit, doc, ui (trybuild) and integration tests
+# Format, the build, then the unit, doc, ui (trybuild) and integration tests
+# (with the lints beside them)
 # against a real Apache Pulsar broker (started here unless PULSAR_URL names
 # one, and stopped at the end if started here), the MCP conformance suite,
 # the interop suite with TrustGraph's own Python code, and the alerting
@@ -88,14 +89,26 @@ if ! command -v ip >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq iproute2
 fi
 
-phase "format and lints"
+phase "format"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
 # BENCHMARKS.md's plots are what its JSON draws (standard library only).
 python3 bench/plots.py --check
 
 phase "build the tests and examples"
 cargo test --workspace --locked --no-run
+
+# The lints: clippy over every target of the workspace, with warnings as
+# errors. A clippy check shares no artifact with the build above (it
+# checks every dependency again, without code generation), so it runs
+# beside the tests, in a target directory of its own (cargo would make the
+# tests wait for the build directory's lock) and at the lowest CPU
+# priority: in the time the tests spend waiting on the broker. Its verdict
+# is read at the end.
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+CARGO_TARGET_DIR="$target_dir/lints" nice -n 19 \
+  cargo clippy --workspace --all-targets --locked -- -D warnings >"$logs/lints.out" 2>&1 &
+lints=$!
+jobs_pids+=("$lints")
 
 phase "broker, Python peer, conformance suite and load balancers"
 if $started_broker; then
@@ -139,6 +152,7 @@ cat "$logs/ui-tests.out"
 grep -q '^test ui \.\.\. ok$' "$logs/ui-tests.out" \
   || { echo "test.sh: no test ui ran: rename it here too (tests/ui/ui.rs)" >&2; exit 1; }
 counted "unit, doc and integration tests (cargo test)" "$(cargo_count "$logs/tests.out")"
+
 counted "ui cases, compile-fail and compile-pass (trybuild, one test)" \
   "$(grep -Ec 'should (pass|fail to compile)\] \.\.\. .*ok' "$logs/ui-tests.out")"
 
@@ -188,6 +202,12 @@ cat "$logs/schemas-tests.out"
 [ "$schemas_status" -eq 0 ] || { echo "test.sh: the schema checks failed (above)" >&2; exit 1; }
 counted "schemas through the providers' MCP clients (pytest)" "$(pytest_count "$logs/schemas-tests.out")"
 
+echo "==> lints (clippy, every target of the workspace, warnings as errors)" >&2
+lints_status=0
+wait "$lints" || lints_status=$?
+cat "$logs/lints.out" >&2
+[ "$lints_status" -eq 0 ] || { echo "test.sh: clippy found problems (above)" >&2; exit 1; }
+
 echo "==> tests run, by suite:" >&2
 total=0
 for line in "${counts[@]}"; do
@@ -198,5 +218,4 @@ done
 echo "==> $total tests in all"
 echo "$total passed, 0 failed"
 
-target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 phase "tests passed; $(du -sh "$target_dir" | cut -f1) in $target_dir"

@@ -245,6 +245,16 @@ async fn a_batch_over_an_unannounced_topic_policy_is_sent_again_answer_by_answer
         ),
         "{metrics}"
     );
+    // A batch was refused, and its answers went again one by one: the
+    // oversized one at least (with batching off the family is absent,
+    // without the retry it stays 0).
+    let resent = sample(
+        &metrics,
+        "tg_tool_service_resent_alone_total",
+        "it-batch-policy",
+    )
+    .expect("the resent-alone counter of a service that sent batches");
+    assert!(resent >= 1.0, "{resent} answers resent alone\n{metrics}");
     serving.stop().await;
     crate::oversized::limit_response_size("it-batch-policy", None).await;
 }

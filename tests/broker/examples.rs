@@ -447,8 +447,10 @@ fn serve_help_names_the_token_variables_never_their_values() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tickets_handler_knows_its_caller_over_pulsar() {
     let _suite = support::suite(module_path!());
-    let replica = support::Replica::start("tickets", &["--metrics-port", "0"]);
+    // The topic first (the other test of this suite on it waits), then
+    // the service on it.
     let mut raw = support::RawTopic::open("non-persistent", "close-ticket").await;
+    let replica = support::Replica::start("tickets", &["--metrics-port", "0"]);
     let arguments = r#"{\"id\": 3}"#;
     for (user, answer) in [
         ("alice", Ok("Closed ticket #3: Order more coffee")),
@@ -480,6 +482,9 @@ async fn the_tickets_handler_knows_its_caller_over_pulsar() {
 #[test]
 fn call_over_pulsar_reaches_the_running_service_and_prints_its_frames() {
     let _suite = support::suite(module_path!());
+    // `the_tickets_handler_knows_its_caller_over_pulsar` reads every answer
+    // on this topic.
+    let _topic = support::lease("close-ticket");
     let replica = support::Replica::start("tickets", &["--metrics-port", "0"]);
     let url = support::require_broker();
     let call = |user: &str| {

@@ -228,9 +228,19 @@ async fn one_drain_refuses_alike_on_both_transports_and_waits_within_one_grace_p
     }
     let stopping = Instant::now();
     stop.send(()).unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // New calls: refused on both, with the same sentence.
-    let refused_mcp = mcp_call(address, "it-one-host-slow", json!({"ms": 1})).await;
+    // New calls: refused on both, with the same sentence, once the drain
+    // has begun (a call before it is served: 1 ms).
+    let refused_mcp = loop {
+        let answer = mcp_call(address, "it-one-host-slow", json!({"ms": 1})).await;
+        if answer.1 {
+            break answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the drain did not begin: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     assert_eq!(
         refused_mcp,
         ("the service is shutting down; try again".to_owned(), true)

@@ -551,12 +551,14 @@ pub(crate) fn get(port: u16, path: &str) -> (String, String) {
 pub(crate) struct RawTopic {
     pub producer: Producer<TokioExecutor>,
     pub consumer: Consumer<Vec<u8>, TokioExecutor>,
+    _lease: TopicLease,
 }
 
 impl RawTopic {
     /// `persistence` is `non-persistent` or `persistent`; topics are
     /// `{persistence}://tg/request/{topic}` and `…/response/{topic}`.
     pub(crate) async fn open(persistence: &str, topic: &str) -> Self {
+        let lease = lease(topic);
         let pulsar = connect().await;
         let consumer = tool_service::pulsar::broker::subscribe_own(
             &pulsar,
@@ -570,7 +572,11 @@ impl RawTopic {
             .build()
             .await
             .expect("publish on the request topic");
-        Self { producer, consumer }
+        Self {
+            producer,
+            consumer,
+            _lease: lease,
+        }
     }
 
     pub(crate) async fn send(&mut self, payload: &[u8], id: Option<&str>) {
@@ -639,6 +645,46 @@ impl RawTopic {
 
 /// Who holds the broker suites' gate: a suite's name and how many of its
 /// tests run.
+/// The topics tests hold now ([`lease`]).
+static LEASED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static LEASE_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A topic (`close-ticket`: its request and response topics, either
+/// persistence) held by one test until dropped.
+pub(crate) struct TopicLease(String);
+
+/// Holds `topic` for the calling test: the tests of one suite run side by
+/// side, and a test that reads a topic's responses must not see another
+/// test's. Waits while another test holds it; [`RawTopic::open`] takes one,
+/// and so must a test that sends on a topic another test reads (an
+/// example's fixed topic, say). Two minutes of waiting is a test that
+/// holds it twice, or never lets go: it panics, naming the topic.
+pub(crate) fn lease(topic: &str) -> TopicLease {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut leased = LEASED.lock().unwrap_or_else(|poison| poison.into_inner());
+    while leased.iter().any(|held| held == topic) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(
+            !left.is_zero(),
+            "the topic `{topic}` stayed held by another test for 2 minutes (or this test holds it twice)"
+        );
+        leased = LEASE_FREED
+            .wait_timeout(leased, left)
+            .unwrap_or_else(|poison| poison.into_inner())
+            .0;
+    }
+    leased.push(topic.to_owned());
+    TopicLease(topic.to_owned())
+}
+
+impl Drop for TopicLease {
+    fn drop(&mut self) {
+        let mut leased = LEASED.lock().unwrap_or_else(|poison| poison.into_inner());
+        leased.retain(|held| held != &self.0);
+        LEASE_FREED.notify_all();
+    }
+}
+
 static SUITE: std::sync::Mutex<(&str, usize)> = std::sync::Mutex::new(("", 0));
 static SUITE_FREED: std::sync::Condvar = std::sync::Condvar::new();
 

@@ -21,6 +21,7 @@
 //! | `tg_tool_service_send_failures_total` | counter | `processor` | response frames the broker did not take (timeout, refusal, closed producer) |
 //! | `tg_tool_service_response_batches_total` | counter | `processor` | batches the response frames went to the broker in, over Pulsar (absent with `--response-batching off`, or before the first) |
 //! | `tg_tool_service_batched_responses_total` | counter | `processor` | response frames sent in those batches: its rate over the batches' is the mean batch size |
+//! | `tg_tool_service_resent_alone_total` | counter | `processor` | response frames of a batch the broker refused (a topic policy below the size the broker announced), sent again each alone |
 //! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_max_connections` | gauge | none | the most connections the MCP port keeps open (`--mcp-max-connections`; absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |
@@ -95,7 +96,7 @@ pub use http::{serve_metrics, DEFAULT_METRICS_PORT};
 pub use http::MAX_CONNECTIONS;
 pub use readiness::ReadinessCheck;
 pub use registry::Metrics;
-#[cfg(feature = "mcp")]
+#[cfg(all(feature = "mcp", test))]
 pub(crate) use registry::MCP_AUTH_REASONS;
 pub(crate) use service::InFlight;
 pub(crate) use service::ServiceMetrics;

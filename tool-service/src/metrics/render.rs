@@ -136,6 +136,14 @@ impl Metrics {
                 &batching,
                 |service| service.batched.load(Ordering::Relaxed).to_string(),
             );
+            per_service(
+                &mut out,
+                "tg_tool_service_resent_alone_total",
+                "counter",
+                "Response frames of a batch the broker refused, sent again alone",
+                &batching,
+                |service| service.resent_alone.load(Ordering::Relaxed).to_string(),
+            );
         }
         per_service(
             &mut out,

@@ -46,6 +46,8 @@ pub(crate) struct ServiceMetrics {
     /// Batches of responses sent, and the responses in them.
     pub(super) batches: AtomicU64,
     pub(super) batched: AtomicU64,
+    /// Response frames of a batch the broker refused, sent again alone.
+    pub(super) resent_alone: AtomicU64,
     pub(super) latency: Histogram,
     pub(super) errors: Mutex<Vec<(String, u64)>>,
 }
@@ -63,6 +65,7 @@ impl ServiceMetrics {
             send_failures: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             batched: AtomicU64::new(0),
+            resent_alone: AtomicU64::new(0),
             latency: Histogram::default(),
             errors: Mutex::new(Vec::new()),
         }
@@ -115,6 +118,12 @@ impl ServiceMetrics {
         let _ = self
             .batched
             .fetch_add(u64::try_from(frames).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Counts a response frame of a refused batch, sent again alone.
+    #[cfg_attr(not(feature = "pulsar"), allow(dead_code))]
+    pub(crate) fn resent_alone(&self) {
+        let _ = self.resent_alone.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Marks the service's consumer as running or stopped.

@@ -149,6 +149,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             // This attempt failed; the retry's span says what became of
             // the frame.
             publish.failed(ToolError::SEND_FAILED);
+            self.metrics.resent_alone();
             answer.span.in_scope(|| {
                 tracing::debug!(
                     "the broker refused a batch of responses; sending this one again alone"
