@@ -123,6 +123,19 @@ def assert_refused(status, headers, server, code, error=None):
     return params
 
 
+# The error_description of each refusal (src/mcp/auth's `Reason::describe`).
+REFUSALS = {
+    "malformed": "the access token is not a well-formed JWT",
+    "algorithm": "the access token is signed with an algorithm this server does not accept",
+    "unknown key": "the access token is signed with a key its issuer does not publish",
+    "signature": "the access token's signature does not hold",
+    "issuer": "the access token is not from this server's authorization server",
+    "audience": "the access token was not issued for this MCP server",
+    "expired": "the access token has expired",
+    "not yet valid": "the access token is not valid yet",
+}
+
+
 def metadata_url(server):
     return server.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
 
@@ -197,36 +210,44 @@ def test_foreign_expired_and_forged_tokens_are_refused(issuer):
         issuer.ttl(2)
         assert post(server.url, INITIALIZE, issuer.token("agent-writer", server.url))[0] == 200
 
+        # Each token has one defect, and is refused for it: the reason the
+        # challenge's error_description gives is the one named (a token
+        # with two defects could pass the check it names and still be
+        # refused by the other).
+        known_kid = jwt_parts(issuer.token("agent-writer", server.url))[0]["kid"]
         refused = {
             # Issued by the right issuer for another resource.
-            "another resource": issuer.token("agent-writer", f"http://127.0.0.1:{free_port()}/mcp"),
-            # Issued for this resource by another authorization server.
-            "another issuer": stranger.token("agent-writer", server.url),
+            "another resource": ("audience", issuer.token("agent-writer", f"http://127.0.0.1:{free_port()}/mcp")),
+            # Issued for this resource by another authorization server: its
+            # key is not one the issuer publishes.
+            "another issuer's token": ("unknown key", stranger.token("agent-writer", server.url)),
             # Signed by a key the issuer publishes the kid of, but not by it.
-            "a known kid, another key": forge(
-                claims_for(issuer.issuer, server.url), kid=issuer.jwks()["keys"][0]["kid"]
+            "a known kid, another key": ("signature", forge(claims_for(issuer.issuer, server.url), kid=known_kid)),
+            # No signature, under the kid of a key the issuer does publish.
+            "no signature (alg none)": (
+                "algorithm", forge(claims_for(issuer.issuer, server.url), alg="none", kid=known_kid)
             ),
-            "no signature (alg none)": forge(claims_for(issuer.issuer, server.url), alg="none"),
             # Opaque: this server introspects nothing.
-            "opaque": issuer.token("opaque-client", server.url),
+            "opaque": ("malformed", issuer.token("opaque-client", server.url)),
         }
         issuer.ttl(-300)
-        refused["expired"] = issuer.token("agent-writer", server.url)
+        refused["expired"] = ("expired", issuer.token("agent-writer", server.url))
         issuer.ttl()
-        # Signed by the issuer's own key, with a claim that is wrong.
-        for what, claims in {
-            "another iss": {"iss": f"http://127.0.0.1:{free_port()}"},
-            "an audience list without this resource": {"aud": ["https://example.com/mcp"]},
-            "not valid for an hour": {"nbf": int(time.time()) + 3600},
-            "exp as text": {"exp": str(int(time.time()) + 600)},
+        # Signed by the issuer's own key, with one claim that is wrong.
+        for what, (reason, claims) in {
+            "another iss": ("issuer", {"iss": f"http://127.0.0.1:{free_port()}"}),
+            "an audience list without this resource": ("audience", {"aud": ["https://example.com/mcp"]}),
+            "not valid for an hour": ("not yet valid", {"nbf": int(time.time()) + 3600}),
+            "exp as text": ("malformed", {"exp": str(int(time.time()) + 600)}),
         }.items():
             issuer.claims(claims)
-            refused[what] = issuer.token("agent-writer", server.url)
+            refused[what] = (reason, issuer.token("agent-writer", server.url))
         issuer.claims()
-        for what, token in refused.items():
+        for what, (reason, token) in refused.items():
             status, headers, text = post(server.url, INITIALIZE, token)
             assert status == 401, (what, status, text)
-            assert_refused(status, headers, server, 401, "invalid_token")
+            params = assert_refused(status, headers, server, 401, "invalid_token")
+            assert params["error_description"] == REFUSALS[reason], (what, params)
 
         # Not one bearer token: a malformed request.
         status, headers, text = post(server.url, INITIALIZE, headers={"Authorization": "Bearer two tokens"})
@@ -473,6 +494,36 @@ def test_a_scope_override_puts_a_service_behind_another_scope(issuer):
         assert "list-tickets" in names
         assert "agent-writer" in texts(listed)
 
+
+
+def test_an_issuer_that_answers_wrongly_stops_the_start_with_the_fix(issuer):
+    """Written with a trailing slash its metadata does not have, or without
+    the path its metadata is at: the server does not start, and says in one
+    sentence what was configured, what was found and what to write."""
+    def start(oauth_issuer):
+        resource = f"http://127.0.0.1:{free_port()}/mcp"
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(examples_dir() / "tickets"), "mcp", "--listen", "127.0.0.1:0", "--metrics-port", "0",
+             "--oauth-issuer", oauth_issuer, "--oauth-resource", resource],
+            capture_output=True, text=True, timeout=60,
+        )
+        return done, time.monotonic() - started
+
+    done, took = start(issuer.issuer + "/")
+    assert done.returncode != 0, done
+    assert took < 10, took
+    assert "serving MCP" not in done.stderr, done.stderr
+    assert (f"--oauth-issuer {issuer.issuer}/: its metadata at " in done.stderr
+            and f"names the issuer {issuer.issuer}, and tokens carry that value in `iss`: write "
+                f"--oauth-issuer exactly as {issuer.issuer} (without a trailing slash)" in done.stderr), done.stderr
+
+    done, took = start(issuer.issuer + "/realms/missing")
+    assert done.returncode != 0, done
+    assert took < 10, took
+    assert (f"--oauth-issuer {issuer.issuer}/realms/missing: no authorization server metadata at its "
+            "well-known paths" in done.stderr), done.stderr
+    assert "404" in done.stderr, done.stderr
 
 
 def test_until_the_issuer_answers_tokens_get_503_and_mcp_is_not_ready():

@@ -248,6 +248,10 @@ impl crate::host::Transport for HttpTransport {
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// How long the start waits for a first answer from the authorization
+/// server before it serves without its keys.
+const ISSUER_CHECK: Duration = Duration::from_secs(5);
+
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
 /// `listener` until `shutdown` completes; then takes no new calls, lets
 /// those in flight finish within the host's grace period
@@ -299,6 +303,15 @@ pub async fn serve_http(
     let reloading = tls
         .as_ref()
         .map(|tls| tls.spawn_reload(super::tls::DEFAULT_RELOAD_EVERY));
+    // A misconfigured issuer stops the start here, with the sentence that
+    // says what to change; one that does not answer yet is waited for.
+    // Bounded: an issuer that hangs does not hold the port (and its
+    // probes) back; `keep_keys` goes on trying.
+    if let Some(auth) = &auth {
+        if let Ok(checked) = tokio::time::timeout(ISSUER_CHECK, auth.check_issuer()).await {
+            checked.map_err(|error| std::io::Error::other(format!("OAuth: {error}")))?;
+        }
+    }
     let keeping_keys = auth
         .as_ref()
         .map(|auth| tokio::spawn(Arc::clone(auth).keep_keys()));

@@ -42,6 +42,24 @@ pub(crate) const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The one application protocol offered: the server speaks HTTP/1.1 only.
 const ALPN_HTTP_1_1: &[u8] = b"http/1.1";
 
+/// The rustls provider of the MCP port and of the calls to the
+/// authorization server: the process's default when the application
+/// installed one (`CryptoProvider::install_default`, aws-lc-rs for
+/// post-quantum key exchange, say), else *ring*, which the Pulsar client
+/// links already.
+pub(crate) fn crypto_provider() -> Arc<CryptoProvider> {
+    if let Some(installed) = CryptoProvider::get_default() {
+        return Arc::clone(installed);
+    }
+    // rustls 0.23.48 deprecates *ring*'s provider for its want of
+    // post-quantum key exchange. It stays the fallback: aws-lc-rs would add
+    // a C and CMake build to every user's, and an application that wants
+    // post-quantum key exchange installs that provider as the default.
+    #[allow(deprecated)]
+    let ring = rustls::crypto::ring::default_provider();
+    Arc::new(ring)
+}
+
 /// The PEM files a server's TLS certificate and private key are read from,
 /// and read again when their contents change.
 ///
@@ -271,7 +289,7 @@ impl TlsAcceptor {
     /// `http/1.1`, a handshake timeout of [`DEFAULT_HANDSHAKE_TIMEOUT`], and
     /// no client certificates.
     pub(crate) fn load(files: &TlsFiles) -> Result<Self, TlsError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = crypto_provider();
         let (cert_pem, key_pem) = read_files(files)?;
         let loaded = Loaded {
             key: Arc::new(certified_key(files, &cert_pem, &key_pem, &provider)?),
@@ -686,13 +704,11 @@ mod tests {
         for files in trusted {
             roots.add(CertificateDer::from(leaf(&files.cert))).unwrap();
         }
-        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_protocol_versions(versions)
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let mut config = rustls::ClientConfig::builder_with_provider(super::crypto_provider())
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
         config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
         tokio_rustls::TlsConnector::from(Arc::new(config))
     }

@@ -16,6 +16,40 @@ use hyper_util::rt::TokioIo;
 /// How long one exchange with the authorization server may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Why a request to the authorization server failed, and whether it
+/// answered: an answer that is wrong (a 4xx, a document over its limit)
+/// is a configuration error, which waiting does not mend; no answer (no
+/// connection, TLS, a timeout, a 5xx) may mend itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) text: String,
+    pub(crate) misconfigured: bool,
+}
+
+impl Failure {
+    /// No answer, or one that says "later".
+    pub(crate) fn unreachable(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            misconfigured: false,
+        }
+    }
+
+    /// An answer that is wrong for this server.
+    pub(crate) fn misconfigured(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            misconfigured: true,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// Makes requests to the authorization server.
 #[derive(Clone)]
 pub(crate) struct Fetcher {
@@ -55,8 +89,7 @@ impl Fetcher {
                 return Err(format!("the CA file {} has no certificate", path.display()));
             }
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
+        let tls = rustls::ClientConfig::builder_with_provider(crate::mcp::tls::crypto_provider())
             .with_safe_default_protocol_versions()
             .map_err(|error| error.to_string())?
             .with_root_certificates(roots)
@@ -65,11 +98,13 @@ impl Fetcher {
     }
 
     /// `GET url`: its body, at most `limit` bytes, when it answers 200.
-    pub(crate) async fn get(&self, url: &str, limit: usize) -> Result<Bytes, String> {
+    pub(crate) async fn get(&self, url: &str, limit: usize) -> Result<Bytes, Failure> {
         let request = http::Request::get(url)
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))
-            .map_err(|error| format!("{url} is not a usable URL: {error}"))?;
+            .map_err(|error| {
+                Failure::misconfigured(format!("{url} is not a usable URL: {error}"))
+            })?;
         self.send(request, limit).await
     }
 
@@ -104,33 +139,42 @@ impl Fetcher {
         let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|error| format!("{url} is not a usable URL: {error}"))?;
-        self.send(request, limit).await
+        self.send(request, limit)
+            .await
+            .map_err(|failure| failure.text)
     }
 
     async fn send(
         &self,
         request: http::Request<Full<Bytes>>,
         limit: usize,
-    ) -> Result<Bytes, String> {
+    ) -> Result<Bytes, Failure> {
         let url = request.uri().to_string();
         tokio::time::timeout(TIMEOUT, self.exchange(request, limit))
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
+                Err(Failure::unreachable(format!(
                     "no answer within {}",
                     crate::duration::format(TIMEOUT)
-                ))
+                )))
             })
-            .map_err(|why| format!("{url}: {why}"))
+            .map_err(|why| Failure {
+                text: format!("{url}: {}", why.text),
+                ..why
+            })
     }
 
     async fn exchange(
         &self,
         request: http::Request<Full<Bytes>>,
         limit: usize,
-    ) -> Result<Bytes, String> {
+    ) -> Result<Bytes, Failure> {
+        let misconfigured = |text: &str| Failure::misconfigured(text);
         let uri = request.uri().clone();
-        let host = uri.host().ok_or("the URL has no host")?.to_owned();
+        let host = uri
+            .host()
+            .ok_or_else(|| misconfigured("the URL has no host"))?
+            .to_owned();
         let bare = host
             .trim_start_matches('[')
             .trim_end_matches(']')
@@ -138,15 +182,15 @@ impl Fetcher {
         let https = match uri.scheme_str() {
             Some("https") => true,
             Some("http") if is_loopback(&bare) => false,
-            Some("http") => return Err(String::from(
+            Some("http") => return Err(misconfigured(
                 "plain http is used only on this machine (localhost, 127.0.0.1, ::1); use https",
             )),
-            _ => return Err(String::from("the URL is neither https nor http")),
+            _ => return Err(misconfigured("the URL is neither https nor http")),
         };
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let stream = tokio::net::TcpStream::connect((bare.as_str(), port))
             .await
-            .map_err(|error| format!("cannot connect: {error}"))?;
+            .map_err(|error| Failure::unreachable(format!("cannot connect: {error}")))?;
         let _ = stream.set_nodelay(true);
         let (mut parts, body) = request.into_parts();
         let authority = uri
@@ -157,24 +201,29 @@ impl Fetcher {
             http::header::HOST,
             authority
                 .parse()
-                .map_err(|_| "the URL's host is not a valid header")?,
+                .map_err(|_| misconfigured("the URL's host is not a valid header"))?,
         );
         parts.uri = uri
             .path_and_query()
             .map_or("/", http::uri::PathAndQuery::as_str)
             .parse()
-            .map_err(|_| "the URL's path is not valid")?;
+            .map_err(|_| misconfigured("the URL's path is not valid"))?;
         let request = http::Request::from_parts(parts, body);
         let response = if https {
-            let name = rustls::pki_types::ServerName::try_from(bare.clone())
-                .map_err(|_| format!("`{bare}` is not a valid server name"))?;
+            let name = rustls::pki_types::ServerName::try_from(bare.clone()).map_err(|_| {
+                Failure::misconfigured(format!("`{bare}` is not a valid server name"))
+            })?;
             let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
                 .connect(name, stream)
                 .await
-                .map_err(|error| format!("TLS: {error}"))?;
-            round_trip(TokioIo::new(tls), request).await?
+                .map_err(|error| Failure::unreachable(format!("TLS: {error}")))?;
+            round_trip(TokioIo::new(tls), request)
+                .await
+                .map_err(Failure::unreachable)?
         } else {
-            round_trip(TokioIo::new(stream), request).await?
+            round_trip(TokioIo::new(stream), request)
+                .await
+                .map_err(Failure::unreachable)?
         };
         let status = response.status();
         let body = Limited::new(response.into_body(), limit)
@@ -182,13 +231,17 @@ impl Fetcher {
             .await
             .map_err(
                 |error| match error.is::<http_body_util::LengthLimitError>() {
-                    true => format!("the answer is over {limit} bytes"),
-                    false => format!("the answer could not be read: {error}"),
+                    true => Failure::misconfigured(format!("the answer is over {limit} bytes")),
+                    false => Failure::unreachable(format!("the answer could not be read: {error}")),
                 },
             )?
             .to_bytes();
         if status != http::StatusCode::OK {
-            return Err(format!("answered HTTP {status}"));
+            let text = format!("answered HTTP {status}");
+            return Err(match status.is_client_error() {
+                true => Failure::misconfigured(text),
+                false => Failure::unreachable(text),
+            });
         }
         Ok(body)
     }
@@ -253,9 +306,12 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            refused.contains("plain http is used only on this machine"),
+            refused
+                .text
+                .contains("plain http is used only on this machine"),
             "{refused}"
         );
+        assert!(refused.misconfigured, "{refused:?}");
         assert!(is_loopback("127.0.0.2") && is_loopback("::1") && is_loopback("LocalHost"));
         assert!(!is_loopback("10.0.0.1"));
     }

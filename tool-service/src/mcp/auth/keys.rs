@@ -236,17 +236,22 @@ impl KeyStore {
 
     /// Fetches the JWKS and keeps its keys; how many there are. A failure
     /// keeps the keys there were.
-    pub(crate) async fn fetch(&self) -> Result<usize, String> {
+    pub(crate) async fn fetch(&self) -> Result<usize, super::fetch::Failure> {
+        use super::fetch::Failure;
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let body = self.fetcher.get(&self.jwks_uri, MAX_JWKS_BYTES).await?;
-        let jwks: Value = serde_json::from_slice(&body)
-            .map_err(|error| format!("{}: the key set is not JSON: {error}", self.jwks_uri))?;
+        let jwks: Value = serde_json::from_slice(&body).map_err(|error| {
+            Failure::misconfigured(format!(
+                "{}: the key set is not JSON: {error}",
+                self.jwks_uri
+            ))
+        })?;
         let (keys, skipped) = KeySet::from_jwks(&jwks, MAX_KEYS);
         if keys.len() == 0 {
-            return Err(format!(
+            return Err(Failure::misconfigured(format!(
                 "{}: the key set has no signing key this server can use",
                 self.jwks_uri
-            ));
+            )));
         }
         if skipped > 0 {
             tracing::debug!(
@@ -277,7 +282,7 @@ impl KeyStore {
         }
         *last = Some(Instant::now());
         if let Err(error) = self.fetch().await {
-            self.warn_stale(&error);
+            self.warn_stale(&error.text);
         }
         self.keys()
     }
@@ -396,7 +401,11 @@ mod tests {
             jwks_uri: gone,
             ..store
         };
-        assert!(store.fetch().await.unwrap_err().contains("cannot connect"));
+        let failure = store.fetch().await.unwrap_err();
+        assert!(
+            failure.text.contains("cannot connect") && !failure.misconfigured,
+            "{failure:?}"
+        );
         assert!(store.keys().unwrap().get("known").is_some());
     }
 }

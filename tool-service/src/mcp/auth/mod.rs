@@ -40,7 +40,7 @@ use serde_json::{json, Map, Value};
 
 pub use jwt::Algorithm;
 
-use fetch::Fetcher;
+use fetch::{Failure, Fetcher};
 use keys::KeyStore;
 
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
@@ -302,13 +302,45 @@ pub(crate) enum Reason {
     Unavailable,
 }
 
-/// Every reason's label, in the order of [`Reason`]'s variants.
-const REASONS: [&str; 14] = crate::metrics::MCP_AUTH_REASONS;
-
 impl Reason {
-    /// Its label value.
+    /// Every reason, for the test that holds their labels to the metric's
+    /// list (one more label there, and this needs one more reason).
+    #[cfg(test)]
+    const ALL: [Self; crate::metrics::MCP_AUTH_REASONS.len()] = [
+        Self::Missing,
+        Self::BadRequest,
+        Self::Malformed,
+        Self::TooLarge,
+        Self::Algorithm,
+        Self::UnknownKey,
+        Self::Signature,
+        Self::Issuer,
+        Self::Audience,
+        Self::Expired,
+        Self::NotYetValid,
+        Self::Inactive,
+        Self::InsufficientScope,
+        Self::Unavailable,
+    ];
+
+    /// Its label value, one of [`crate::metrics::MCP_AUTH_REASONS`].
     pub(crate) fn label(self) -> &'static str {
-        REASONS[self as usize]
+        match self {
+            Self::Missing => "missing_token",
+            Self::BadRequest => "malformed_header",
+            Self::Malformed => "malformed_token",
+            Self::TooLarge => "token_too_large",
+            Self::Algorithm => "algorithm",
+            Self::UnknownKey => "unknown_key",
+            Self::Signature => "signature",
+            Self::Issuer => "issuer",
+            Self::Audience => "audience",
+            Self::Expired => "expired",
+            Self::NotYetValid => "not_yet_valid",
+            Self::Inactive => "inactive",
+            Self::InsufficientScope => "insufficient_scope",
+            Self::Unavailable => "issuer_unavailable",
+        }
     }
 
     /// What the client is told (`error_description`, and the body).
@@ -444,12 +476,45 @@ impl Authorizer {
         })
     }
 
-    /// Finds the issuer's endpoints and keys, retrying until it answers,
-    /// then keeps the keys current; runs until dropped.
+    /// The first look at the issuer, before the port serves: its
+    /// metadata and keys loaded, or the reason they are not. An issuer that
+    /// answers wrongly (its metadata names another issuer, it serves no
+    /// usable key set, nothing at its metadata paths) is a configuration
+    /// error, returned as one sentence naming what was configured and what
+    /// was found: the port does not start. One that does not answer may
+    /// yet: the port starts, answers tokens 503 and fails `/readyz/mcp`
+    /// until [`Self::keep_keys`] loads the keys.
+    pub(crate) async fn check_issuer(&self) -> Result<(), String> {
+        match self.discover().await {
+            Ok(count) => {
+                tracing::info!(
+                    issuer = %self.options.issuer,
+                    keys = count,
+                    "the authorization server's keys are loaded"
+                );
+                Ok(())
+            }
+            Err(failure) if failure.misconfigured => {
+                Err(format!("--oauth-issuer {}: {failure}", self.options.issuer))
+            }
+            Err(failure) => {
+                tracing::error!(
+                    "cannot reach the authorization server: {failure}; until it answers, \
+                     requests with a token are answered 503 and /readyz/mcp fails \
+                     (check --oauth-issuer)"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Finds the issuer's endpoints and keys, retrying until it answers
+    /// (unless [`Self::check_issuer`] found them), then keeps the keys
+    /// current; runs until dropped.
     pub(crate) async fn keep_keys(self: Arc<Self>) {
         let mut wait = Duration::from_secs(1);
         let mut said = false;
-        loop {
+        while self.discovered.get().is_none() {
             match self.discover().await {
                 Ok(count) => {
                     tracing::info!(
@@ -461,13 +526,10 @@ impl Authorizer {
                 }
                 Err(error) => {
                     if said {
-                        tracing::warn!("still cannot reach the authorization server: {error}");
-                    } else {
-                        tracing::error!(
-                            "cannot reach the authorization server: {error}; until it answers, \
-                             requests with a token are answered 503 and /readyz/mcp fails \
-                             (check --oauth-issuer)"
+                        tracing::warn!(
+                            "still cannot load the authorization server's keys: {error}"
                         );
+                    } else {
                         said = true;
                     }
                     tokio::time::sleep(wait).await;
@@ -484,26 +546,24 @@ impl Authorizer {
         loop {
             ticks.tick().await;
             if let Err(error) = discovered.keys.fetch().await {
-                discovered.keys.warn_stale(&error);
+                discovered.keys.warn_stale(&error.text);
             }
         }
     }
 
     /// Reads the issuer's metadata, then its keys; how many keys.
-    async fn discover(&self) -> Result<usize, String> {
+    async fn discover(&self) -> Result<usize, Failure> {
         if let Some(discovered) = self.discovered.get() {
             return discovered.keys.fetch().await;
         }
         let metadata = self.metadata_of_issuer().await?;
-        let jwks_uri = match metadata.get("jwks_uri") {
-            Some(Value::String(uri)) => uri.clone(),
-            _ => {
-                return Err(format!(
-                    "the metadata of {} has no jwks_uri",
-                    self.options.issuer
-                ))
-            }
-        };
+        let jwks_uri =
+            match metadata.get("jwks_uri") {
+                Some(Value::String(uri)) => uri.clone(),
+                _ => return Err(Failure::misconfigured(
+                    "its metadata has no jwks_uri, so it serves no key set to check tokens with",
+                )),
+            };
         let introspection_endpoint = metadata
             .get("introspection_endpoint")
             .and_then(Value::as_str)
@@ -525,9 +585,11 @@ impl Authorizer {
 
     /// The issuer's RFC 8414 metadata, or its OpenID configuration; its
     /// `issuer` must be the one configured.
-    async fn metadata_of_issuer(&self) -> Result<Map<String, Value>, String> {
+    async fn metadata_of_issuer(&self) -> Result<Map<String, Value>, Failure> {
         let issuer = self.options.issuer.trim_end_matches('/');
-        let uri: http::Uri = issuer.parse().map_err(|_| "the issuer is not a URL")?;
+        let uri: http::Uri = issuer
+            .parse()
+            .map_err(|_| Failure::misconfigured("it is not a URL"))?;
         let origin = format!(
             "{}://{}",
             uri.scheme_str().unwrap_or("https"),
@@ -539,26 +601,41 @@ impl Authorizer {
             format!("{origin}/.well-known/openid-configuration{path}"),
             format!("{issuer}/.well-known/openid-configuration"),
         ];
-        let mut errors = Vec::new();
+        let mut failures = Vec::new();
         for url in candidates.iter().collect::<BTreeSet<_>>() {
             match self.fetcher.get(url, MAX_DOCUMENT_BYTES).await {
                 Ok(body) => {
-                    let metadata: Map<String, Value> = serde_json::from_slice(&body)
-                        .map_err(|error| format!("{url} is not a JSON object: {error}"))?;
+                    let metadata: Map<String, Value> =
+                        serde_json::from_slice(&body).map_err(|error| {
+                            Failure::misconfigured(format!("{url} is not a JSON object: {error}"))
+                        })?;
                     return match metadata.get("issuer") {
                         Some(Value::String(named)) if *named == self.options.issuer => Ok(metadata),
-                        named => Err(format!(
-                            "{url} names the issuer {}, not {} (the issuer must be written \
-                             exactly as the authorization server names itself)",
-                            named.map_or_else(|| String::from("nothing"), Value::to_string),
-                            self.options.issuer
-                        )),
+                        named => Err(Failure::misconfigured(another_issuer(
+                            url,
+                            named,
+                            &self.options.issuer,
+                        ))),
                     };
                 }
-                Err(error) => errors.push(error),
+                Err(failure) => failures.push(failure),
             }
         }
-        Err(errors.join("; "))
+        // Every path answered, and none with metadata: a wrong issuer URL
+        // (a missing realm or tenant path, say).
+        let misconfigured = failures.iter().all(|failure| failure.misconfigured);
+        let text = failures
+            .into_iter()
+            .map(|failure| failure.text)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(match misconfigured {
+            true => Failure::misconfigured(format!(
+                "no authorization server metadata at its well-known paths ({text}): is the URL \
+                 the issuer identifier its tokens carry in `iss`, with its realm or tenant path?"
+            )),
+            false => Failure::unreachable(text),
+        })
     }
 
     /// The protected resource metadata, for a `GET` of either path.
@@ -915,6 +992,27 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
+/// Why metadata at `url` that names the issuer `named` is not the
+/// configured `issuer`'s, with the fix; the trailing slash told apart, since
+/// it is the usual difference (Auth0 writes one, most issuers do not).
+fn another_issuer(url: &str, named: Option<&Value>, issuer: &str) -> String {
+    let Some(Value::String(named)) = named else {
+        return format!("its metadata at {url} names no issuer");
+    };
+    let slash = if named.trim_end_matches('/') == issuer.trim_end_matches('/') {
+        match named.ends_with('/') {
+            true => " (with its trailing slash)",
+            false => " (without a trailing slash)",
+        }
+    } else {
+        ""
+    };
+    format!(
+        "its metadata at {url} names the issuer {named}, and tokens carry that value in `iss`: \
+         write --oauth-issuer exactly as {named}{slash}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1153,5 +1251,24 @@ mod tests {
             }
         );
         assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn every_reason_has_its_own_label_and_the_metric_lists_each() {
+        let labels: Vec<&str> = Reason::ALL.iter().map(|reason| reason.label()).collect();
+        let mut distinct = labels.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            labels.len(),
+            "two reasons share a label: {labels:?}"
+        );
+        let mut listed = crate::metrics::MCP_AUTH_REASONS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(
+            distinct, listed,
+            "the metric's reasons (metrics::MCP_AUTH_REASONS) and Reason::label differ"
+        );
     }
 }
