@@ -13,7 +13,14 @@
 # toolchain of rust-toolchain.toml, the dev profile of Cargo.toml and the
 # target directory ($CARGO_TARGET_DIR, else target/), so that the
 # dependencies the repository's build compiled are not compiled again.
+#   scripts/readme-crate.sh --fresh-lockfile
+# The same crate with a lockfile of its own, resolved online as a user's
+# `cargo add` resolves it (the newest compatible versions), type-checked:
+# it fails on any warning from tool-service or tool-service-macros (a
+# dependency that deprecated what they call, say).
 set -euo pipefail
+fresh_lockfile=false
+[ "${1:-}" = "--fresh-lockfile" ] && fresh_lockfile=true
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 readme="$repo/README.md"
 guide="$repo/tool-service/docs/testing.md"
@@ -93,7 +100,8 @@ mv "$crate/Cargo.toml.new" "$crate/Cargo.toml"
 } >"$crate/src/main.rs"
 mkdir "$crate/tests"
 echo "$guide_test" >"$crate/tests/testing_guide.rs"
-cp "$repo/Cargo.lock" "$repo/rust-toolchain.toml" "$crate/"
+cp "$repo/rust-toolchain.toml" "$crate/"
+$fresh_lockfile || cp "$repo/Cargo.lock" "$crate/"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 # What .cargo/config.toml gives the repository's build (a crate outside it
@@ -119,6 +127,33 @@ explain() {
   exit 1
 }
 cd "$crate"
+if $fresh_lockfile; then
+  echo "==> a crate from README.md alone, with the newest compatible dependencies, in $crate" >&2
+  cargo generate-lockfile --quiet
+  cargo check --all-targets --message-format=json >"$dir/check.json" 2>"$log" || {
+    cat "$log" >&2
+    explain "cargo check (a fresh lockfile)"
+  }
+  # Every warning rustc gave while compiling one of our crates.
+  python3 - "$dir/check.json" <<'PY' || explain "cargo check (a fresh lockfile)"
+import json, sys
+ours = ("tool-service#", "tool-service-macros#", "/tool-service)", "/tool-service-macros)")
+warnings = []
+for line in open(sys.argv[1]):
+    message = json.loads(line) if line.startswith("{") else {}
+    if message.get("reason") != "compiler-message" or message["message"]["level"] != "warning":
+        continue
+    package = message["package_id"]
+    if any(mark in package for mark in ours):
+        warnings.append(message["message"]["rendered"])
+for rendered in warnings:
+    sys.stderr.write(rendered)
+if warnings:
+    sys.exit(f"{len(warnings)} warnings from tool-service's crates on the newest compatible dependencies (above)")
+PY
+  echo "==> the README's crate type-checks on a fresh lockfile with no warning from tool-service's crates" >&2
+  exit 0
+fi
 echo "==> a crate from README.md alone, in $crate" >&2
 cargo test --offline 2>&1 | tee "$log" || explain "cargo test"
 cargo run --offline --quiet -- descriptors >"$dir/descriptors.json" 2>"$log" || {

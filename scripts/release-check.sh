@@ -55,6 +55,10 @@ cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 # versions).
 phase "a crate from the README alone"
 scripts/readme-crate.sh
+# The same crate on the newest compatible dependencies, as a user's first
+# `cargo add` resolves them (online): no warning from our crates.
+phase "a crate from the README on a fresh lockfile"
+scripts/readme-crate.sh --fresh-lockfile
 
 phase "packages of tool-service-macros and tool-service"
 scripts/package.sh

@@ -372,6 +372,13 @@ async fn annotations_and_titles_reach_tools_list() {
         )
     );
     assert_eq!(served("nothing"), (None, None));
+    // A tool with no arguments: an empty object, with no text of ours for
+    // the model to read.
+    let nothing = server.tool("nothing").unwrap();
+    assert_eq!(
+        Value::Object((*nothing.input_schema).clone()),
+        json!({"type": "object", "properties": {}})
+    );
 }
 
 #[tokio::test]

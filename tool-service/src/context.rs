@@ -21,14 +21,13 @@ pub struct Context {
     scopes: Option<Arc<[String]>>,
 }
 
-#[cfg(feature = "mcp")]
 tokio::task_local! {
-    /// The scopes an MCP caller's token grants, around its call's handler.
+    /// The scopes an MCP caller's token (or an in-process [`Caller`]'s)
+    /// grants, around its call's handler.
     static GRANTED: Arc<[String]>;
 }
 
 /// Runs `call` with `scopes` as the scopes its handler's context shows.
-#[cfg(feature = "mcp")]
 pub(crate) async fn with_granted<F: std::future::Future>(
     scopes: Option<Arc<[String]>>,
     call: F,
@@ -41,10 +40,88 @@ pub(crate) async fn with_granted<F: std::future::Future>(
 
 /// The scopes granted to the call being made here, if any.
 pub(crate) fn granted() -> Option<Arc<[String]>> {
-    #[cfg(feature = "mcp")]
-    return GRANTED.try_with(Arc::clone).ok();
-    #[cfg(not(feature = "mcp"))]
-    None
+    GRANTED.try_with(Arc::clone).ok()
+}
+
+/// Who an in-process call comes from ([`Registry::call_tool_as`]): a user,
+/// and the scopes an OAuth access token would grant. A test calls a tool
+/// as each kind of caller without a server or an issuer.
+///
+/// Scopes are held to a service's `scopes = [...]` as the MCP port holds
+/// an OAuth caller's: [`Caller::with_scopes`] is such a caller, and a call
+/// of a tool whose scopes it lacks is refused. A caller without scopes is
+/// one of Pulsar's (or of MCP without OAuth): nothing is checked, and
+/// `ctx.scopes()` is `None`.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_service::{tool_service, Caller, Context, Registry, ToolError};
+///
+/// /// Close a ticket.
+/// ///
+/// /// # Arguments
+/// /// * `id` - The ticket.
+/// #[tool_service(topic = "caller-close", scopes = ["tickets:write"])]
+/// async fn close(id: u32, #[context] ctx: &Context) -> Result<String, ToolError> {
+///     let who = ctx.user().ok_or_else(|| ToolError::new("sign in to close tickets"))?;
+///     Ok(format!("{who} closed #{id}"))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let registry = Registry::collect().unwrap();
+/// let args = json!({"id": 7});
+/// let writer = Caller::user("alice").with_scopes(["tickets:read", "tickets:write"]);
+/// assert_eq!(registry.call_tool_as("close", args.clone(), &writer).await.unwrap(), "alice closed #7");
+///
+/// let reader = Caller::user("bob").with_scopes(["tickets:read"]);
+/// let refused = registry.call_tool_as("close", args.clone(), &reader).await.unwrap_err();
+/// assert_eq!(refused.kind(), ToolError::INSUFFICIENT_SCOPE);
+/// assert_eq!(refused.message(), "the caller's token lacks the scope tickets:write, which the tool close needs");
+///
+/// // No user (TrustGraph's agent): the handler's own answer.
+/// let anonymous = registry.call_tool_as("close", args, &Caller::anonymous()).await.unwrap_err();
+/// assert_eq!(anonymous.message(), "sign in to close tickets");
+/// # }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub(crate) user: Option<String>,
+    pub(crate) scopes: Option<Arc<[String]>>,
+}
+
+impl Caller {
+    /// A caller with no user and no token: TrustGraph's agent, on either
+    /// route.
+    pub fn anonymous() -> Self {
+        Self::default()
+    }
+
+    /// A caller named `user` (`ctx.user()`), with no token.
+    pub fn user(user: impl Into<String>) -> Self {
+        Self {
+            user: Some(user.into()),
+            scopes: None,
+        }
+    }
+
+    /// This caller, with an OAuth access token that grants `scopes`.
+    pub fn with_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The scopes of `needed` this caller lacks: none for a caller without
+    /// a token.
+    pub(crate) fn missing<'a>(&self, needed: &[&'a str]) -> Vec<&'a str> {
+        match &self.scopes {
+            None => Vec::new(),
+            Some(granted) => needed
+                .iter()
+                .copied()
+                .filter(|scope| !granted.iter().any(|has| has == scope))
+                .collect(),
+        }
+    }
 }
 
 impl Context {

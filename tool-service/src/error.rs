@@ -71,6 +71,10 @@ impl ToolError {
     pub const SEND_FAILED: &'static str = "send-failed";
     /// The handler takes a `#[state]` value the registry was not given.
     pub const MISSING_STATE: &'static str = "missing-state";
+    /// An in-process [`Caller`](crate::Caller) whose scopes lack one the
+    /// tool's service needs ([`Registry::call_tool_as`](crate::Registry::call_tool_as));
+    /// over MCP the port answers such a call `403 insufficient_scope`.
+    pub const INSUFFICIENT_SCOPE: &'static str = "insufficient-scope";
 
     /// An error of the default type `tool-service-error`.
     ///

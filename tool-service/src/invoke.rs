@@ -318,13 +318,17 @@ pub fn check_config<S: ServiceTypes>(text: &str) -> Result<(), ToolError> {
     decode_showing::<S::Config>(text, Part::Config, Quoted::Shortened).map(drop)
 }
 
-/// The config type of a service that takes no config.
+// The config type of a service that takes no config. A plain comment, so
+// that the schema a client sees has no description of ours.
+#[doc(hidden)]
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(crate = "::serde")]
 #[schemars(crate = "::schemars")]
 pub struct NoConfig {}
 
-/// The argument type of a service that takes no arguments.
+// The argument type of a service that takes no arguments: `{"type":
+// "object", "properties": {}}`, with no description of ours.
+#[doc(hidden)]
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(crate = "::serde")]
 #[schemars(crate = "::schemars")]

@@ -170,7 +170,7 @@ pub mod __private;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use cli::{App, HookError};
-pub use context::Context;
+pub use context::{Caller, Context};
 pub use error::{ToolError, TypedError};
 pub use rate::{ParseRateError, Rate};
 pub use registry::{
@@ -184,6 +184,7 @@ pub use stream::{Chunks, Collected, StreamClosed};
 // checkout). A label's first definition wins, so these, read first, send
 // its labels to the items and sections of the rustdoc pages instead.
 /// [rate-limits]: crate::host#rate-limits
+/// [who-is-calling]: crate::pulsar::announce#who-is-calling
 /// [`Service::scopes`]: crate::Service::scopes
 /// [`Chunks::send_blocking`]: crate::Chunks::send_blocking
 ///

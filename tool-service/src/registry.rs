@@ -110,6 +110,8 @@ impl std::error::Error for RegistryError {}
 /// [python-call]: crate::pulsar::announce#calling-a-tool-from-python
 /// [`Registry::call`]: Registry::call
 /// [`Registry::call_tool`]: Registry::call_tool
+/// [`Registry::call_tool_as`]: Registry::call_tool_as
+/// [`Caller`]: crate::Caller
 /// [`Registry::collect`]: Registry::collect
 /// [`Registry::with_state`]: Registry::with_state
 ///
@@ -390,11 +392,46 @@ impl Registry {
         name: &str,
         arguments: serde_json::Value,
     ) -> Result<String, crate::error::ToolError> {
-        let request = Request::new(serde_json::json!({}), arguments);
-        let frames = self
-            .call(name, "test", request)
+        self.call_tool_as(name, arguments, &crate::context::Caller::anonymous())
             .await
+    }
+
+    /// [`Self::call_tool`] as `caller`: its user is `ctx.user()`, and the
+    /// scopes of a caller with a token are `ctx.scopes()` and are held to
+    /// the service's `scopes = [...]` as the MCP port holds an OAuth
+    /// caller's (`--oauth-scope` overrides apply only there). See
+    /// [`Caller`](crate::Caller).
+    ///
+    /// # Errors
+    /// As [`Self::call_tool`]; and an error of type
+    /// [`ToolError::INSUFFICIENT_SCOPE`](crate::ToolError::INSUFFICIENT_SCOPE),
+    /// naming what is missing, when the caller's scopes lack one the
+    /// service needs.
+    pub async fn call_tool_as(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        caller: &crate::context::Caller,
+    ) -> Result<String, crate::error::ToolError> {
+        let mut request = Request::new(serde_json::json!({}), arguments);
+        request.user.clone_from(&caller.user);
+        let service = self
+            .resolve(name, &mut request.clone())
             .map_err(|unknown| crate::error::ToolError::new(unknown.to_string()))?;
+        let missing = caller.missing(service.scopes());
+        if !missing.is_empty() {
+            return Err(crate::error::ToolError::with_type(
+                crate::error::ToolError::INSUFFICIENT_SCOPE,
+                format!(
+                    "the caller's token lacks the scope {}, which the tool {name} needs",
+                    missing.join(" and ")
+                ),
+            ));
+        }
+        let frames =
+            crate::context::with_granted(caller.scopes.clone(), self.call(name, "test", request))
+                .await
+                .map_err(|unknown| crate::error::ToolError::new(unknown.to_string()))?;
         let mut text = String::new();
         for frame in frames {
             if let Some(error) = frame.error {

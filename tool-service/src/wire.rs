@@ -36,7 +36,8 @@ pub(crate) const MESSAGE_OVERHEAD: usize = 1024;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// The calling user, when the caller sent one (TrustGraph 2.x does not).
+    /// The calling user, when the caller sent one: TrustGraph's agent
+    /// (2.7.15, 2.11.1) does not, and nothing authenticates it.
     pub user: Option<String>,
     /// The tool's config values, a JSON object as text.
     pub config: String,

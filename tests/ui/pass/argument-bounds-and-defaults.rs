@@ -67,6 +67,13 @@ fn main() {
         ),
         "Oslo 3 kelvin 0.5 Some([\"a\"]) true"
     );
+    // A length counts characters as JSON Schema's `minLength` does,
+    // spaces too (the attribute guide says so, and how to ask for text
+    // that is not blank).
+    assert_eq!(
+        support::response("forecast", json!({}), json!({"city": "   "})),
+        "    7 celsius 1 None false"
+    );
     // Outside a bound: an argument error in the description's words.
     for (arguments, message) in [
         (json!({"city": "Oslo", "days": 40}), "`days` must be an integer from 1 to 30; got 40"),

@@ -229,7 +229,7 @@ impl<A: 'static> App<A> {
     /// ```
     /// use tool_service::{cli::Meta, App};
     ///
-    /// let meta = Meta { name: "joke", version: "0.3.1" };
+    /// let meta = Meta { name: "joke", version: "0.3.1", description: "Jokes for the agent" };
     /// let mut out = Vec::new();
     /// let code = App::new().meta(meta).run_from(["./joke", "-V"], &mut out, &mut Vec::new());
     /// assert_eq!(code, std::process::ExitCode::SUCCESS);
@@ -240,9 +240,10 @@ impl<A: 'static> App<A> {
         self
     }
 
-    /// The binary's one-line description at the top of `--help`;
-    /// [`run!()`](crate::run!) gives it the calling crate's `description`.
-    /// Without one (or with an empty one), tool-service's own.
+    /// The binary's one-line description at the top of `--help`, in place
+    /// of its [`Meta::description`] ([`meta!()`](crate::meta!) reads the
+    /// calling crate's `description`). Without either (or with empty ones),
+    /// tool-service's own.
     ///
     /// ```
     /// use tool_service::App;

@@ -65,11 +65,12 @@ impl QueueNamesArgs {
 pub(crate) struct McpTokenArgs {
     /// A file holding the MCP server's bearer token (`Authorization: Bearer
     /// TOKEN`; read once at start, surrounding whitespace ignored).
-    #[arg(long, env = "TOOL_SERVICE_MCP_TOKEN_FILE", value_name = "FILE")]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_TOKEN_FILE", value_name = "FILE")]
     mcp_token_file: Option<PathBuf>,
     /// The bearer token itself. Prefer --mcp-token-file: a file is not
     /// inherited by every child process, as the environment is.
     #[arg(
+        help_heading = super::headings::MCP_HTTP,
         long,
         env = "TOOL_SERVICE_MCP_TOKEN",
         hide_env_values = true,

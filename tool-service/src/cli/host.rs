@@ -13,6 +13,7 @@ pub(crate) struct HostArgs {
     /// Serve only this service id (repeatable; the variable takes a
     /// comma-separated list).
     #[arg(
+        help_heading = super::headings::SERVICES,
         long,
         env = "TOOL_SERVICE_ONLY",
         value_delimiter = ',',
@@ -24,14 +25,14 @@ pub(crate) struct HostArgs {
     /// `SERVICE_ID=N` sets one service's, over its attribute. Repeatable
     /// (the variable takes a comma-separated list) [default: the service's
     /// `concurrency`, else 64].
-    #[arg(long, env = "TOOL_SERVICE_CONCURRENCY", value_delimiter = ',', value_name = "[SERVICE_ID=]N", value_parser = parse_concurrency)]
+    #[arg(help_heading = super::headings::SERVICES, long, env = "TOOL_SERVICE_CONCURRENCY", value_delimiter = ',', value_name = "[SERVICE_ID=]N", value_parser = parse_concurrency)]
     concurrency: Vec<(Option<String>, usize)>,
     /// How long one request may run before it is cancelled and answered
     /// with a `timeout` error, for services whose `timeout` attribute sets
     /// none [default: 600s]. `SERVICE_ID=DURATION` sets one service's
     /// timeout, over its attribute. Repeatable (the variable takes a
     /// comma-separated list); units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
+    #[arg(help_heading = super::headings::SERVICES, long, env = "TOOL_SERVICE_TIMEOUT", value_delimiter = ',', value_name = "[SERVICE_ID=]DURATION", value_parser = super::parse_timeout)]
     timeout: Vec<(Option<String>, Duration)>,
     /// The most calls a service takes on this replica, over every
     /// transport, e.g. `100/s`, `30/m`, `1000/h` (bursts of up to the count
@@ -40,17 +41,18 @@ pub(crate) struct HostArgs {
     /// `SERVICE_ID=RATE` sets one service's, over its attribute, and
     /// `SERVICE_ID=off` lifts it. Repeatable (the variable takes a
     /// comma-separated list) [default: the service's `rate`, else none].
-    #[arg(long, env = "TOOL_SERVICE_RATE", value_delimiter = ',', value_name = "[SERVICE_ID=]RATE", value_parser = parse_rate)]
+    #[arg(help_heading = super::headings::SERVICES, long, env = "TOOL_SERVICE_RATE", value_delimiter = ',', value_name = "[SERVICE_ID=]RATE", value_parser = parse_rate)]
     rate: Vec<(Option<String>, Option<Rate>)>,
     /// The request data this replica holds in memory at once, queued and
     /// running, over every service and transport: e.g. `256MiB`, `1GiB`,
     /// `500MB` or bytes. Over it, a persistent topic is not read until
     /// answers free some, and a non-persistent topic's requests and MCP
     /// calls are answered `overloaded`; a larger request still runs, alone.
-    #[arg(long, env = "TOOL_SERVICE_MEMORY_BUDGET", value_name = "SIZE", default_value = "64MiB", value_parser = super::parse_size)]
+    #[arg(help_heading = super::headings::SERVICES, long, env = "TOOL_SERVICE_MEMORY_BUDGET", value_name = "SIZE", default_value = "64MiB", value_parser = super::parse_size)]
     memory_budget: usize,
     /// Seconds requests in flight may take to finish after SIGINT/SIGTERM.
     #[arg(
+        help_heading = super::headings::SERVICES,
         long,
         env = "TOOL_SERVICE_GRACE_PERIOD",
         default_value_t = 30,
@@ -123,6 +125,7 @@ pub(crate) struct MetricsArgs {
     /// Serve Prometheus metrics and the probes (/livez, /readyz) on this
     /// port [default: 8000].
     #[arg(
+        help_heading = super::headings::METRICS,
         short = 'P',
         long,
         env = "TOOL_SERVICE_METRICS_PORT",
@@ -132,14 +135,14 @@ pub(crate) struct MetricsArgs {
     /// The address to serve metrics on [default: every interface, what
     /// TrustGraph's processors do and what a scraper in another container
     /// needs; for `mcp --listen` on a loopback address, that address].
-    #[arg(long, env = "TOOL_SERVICE_METRICS_ADDRESS", value_name = "ADDRESS")]
+    #[arg(help_heading = super::headings::METRICS, long, env = "TOOL_SERVICE_METRICS_ADDRESS", value_name = "ADDRESS")]
     metrics_address: Option<IpAddr>,
     /// Serve Prometheus metrics (the default, but for `mcp` on stdio; see
     /// --no-metrics).
-    #[arg(long, overrides_with = "no_metrics")]
+    #[arg(help_heading = super::headings::METRICS, long, overrides_with = "no_metrics")]
     metrics: bool,
     /// Do not serve Prometheus metrics.
-    #[arg(long, env = "TOOL_SERVICE_NO_METRICS", value_parser = clap::builder::BoolishValueParser::new(), overrides_with = "metrics")]
+    #[arg(help_heading = super::headings::METRICS, long, env = "TOOL_SERVICE_NO_METRICS", value_parser = clap::builder::BoolishValueParser::new(), overrides_with = "metrics")]
     no_metrics: bool,
 }
 
@@ -164,11 +167,73 @@ impl MetricsArgs {
         });
         Some(SocketAddr::from((address, port)))
     }
+
+    /// `address`, unless it is the default port and another process holds
+    /// it (a second binary on one machine, say): then a free port, with a
+    /// WARN that says so; the `metrics on …` line names the port taken. A
+    /// port asked for with --metrics-port is kept, and its bind fails as
+    /// it would.
+    pub(crate) fn unless_taken(&self, address: Option<SocketAddr>) -> Option<SocketAddr> {
+        let address = address?;
+        if self.metrics_port.is_some() {
+            return Some(address);
+        }
+        match std::net::TcpListener::bind(address) {
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                tracing::warn!(
+                    "the metrics port {} is in use (another process?): serving metrics on a free \
+                     port instead; set --metrics-port to choose one",
+                    address.port()
+                );
+                Some(SocketAddr::new(address.ip(), 0))
+            }
+            _ => Some(address),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_default_metrics_port_in_use_gives_way_to_a_free_one_and_an_asked_one_does_not() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            metrics: MetricsArgs,
+        }
+        let flags = |args: &[&str]| {
+            Flags::try_parse_from(std::iter::once("bin").chain(args.iter().copied()))
+                .unwrap()
+                .metrics
+        };
+        // Held here (or by another process already): taken either way.
+        let _held =
+            std::net::TcpListener::bind(("127.0.0.1", crate::metrics::DEFAULT_METRICS_PORT));
+        let default = flags(&["--metrics-address", "127.0.0.1"]);
+        let address = default.address(true, None);
+        assert_eq!(
+            address.map(|a| a.port()),
+            Some(crate::metrics::DEFAULT_METRICS_PORT)
+        );
+        assert_eq!(
+            default.unless_taken(address),
+            Some(SocketAddr::from(([127, 0, 0, 1], 0)))
+        );
+        let asked = flags(&["--metrics-address", "127.0.0.1", "-P", "8000"]);
+        assert_eq!(
+            asked.unless_taken(asked.address(true, None)),
+            asked.address(true, None)
+        );
+        // A free default port is kept.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let at = Some(SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(default.unless_taken(at), at);
+    }
 
     #[test]
     fn concurrency_names_a_service_or_every_one() {

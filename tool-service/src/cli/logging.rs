@@ -13,13 +13,13 @@ use super::BoxError;
 pub(crate) struct LogArgs {
     /// The most verbose log level shown. `RUST_LOG`, when set, takes its
     /// place (EnvFilter syntax, e.g. `info,tool_service=debug`).
-    #[arg(long, env = "TOOL_SERVICE_LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
+    #[arg(help_heading = super::headings::LOGGING, long, env = "TOOL_SERVICE_LOG_LEVEL", default_value = "info", ignore_case = true, value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub(crate) log_level: String,
     /// How log lines are written: `text` for people, `json` for a log
     /// stack (one object per line: timestamp, level, target, message and
     /// the fields of the spans it is in, such as the service and the
     /// request id).
-    #[arg(long, env = "TOOL_SERVICE_LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
+    #[arg(help_heading = super::headings::LOGGING, long, env = "TOOL_SERVICE_LOG_FORMAT", default_value = "text", ignore_case = true, value_parser = ["text", "json"])]
     pub(crate) log_format: String,
 }
 

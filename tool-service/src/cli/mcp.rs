@@ -23,6 +23,7 @@ pub(crate) struct McpHttpArgs {
     /// 127.0.0.1, ::1, host.docker.internal and host.containers.internal
     /// are always answered.
     #[arg(
+        help_heading = super::headings::MCP_HTTP,
         long,
         env = "TOOL_SERVICE_MCP_ALLOWED_HOST",
         value_delimiter = ',',
@@ -32,6 +33,7 @@ pub(crate) struct McpHttpArgs {
     /// Also accept browser requests from this origin, e.g.
     /// `https://app.example.com` (repeatable; local origins always pass).
     #[arg(
+        help_heading = super::headings::MCP_HTTP,
         long,
         env = "TOOL_SERVICE_MCP_ALLOWED_ORIGIN",
         value_delimiter = ',',
@@ -41,27 +43,28 @@ pub(crate) struct McpHttpArgs {
     /// How long a client has to send a whole request head (request line
     /// and headers), on a new connection and between requests on a kept-alive
     /// one; then the connection closes. Units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_MCP_HEADER_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_HEADER_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse)]
     mcp_header_timeout: Duration,
     /// How long a client has to send a whole request body once its head
     /// has arrived; then it is answered 408. Units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_MCP_BODY_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_BODY_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
     mcp_body_timeout: Duration,
     /// The most MCP connections open at once. At the cap a new connection
     /// closes the one idle longest (between requests, or still sending its
     /// head); when every one is answering a request, the new one is
     /// answered 503. Keep it under the process's file limit (`ulimit -n`).
-    #[arg(long, env = "TOOL_SERVICE_MCP_MAX_CONNECTIONS", default_value_t = crate::mcp::DEFAULT_MAX_CONNECTIONS as u32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_MAX_CONNECTIONS", default_value_t = crate::mcp::DEFAULT_MAX_CONNECTIONS as u32, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     mcp_max_connections: u32,
     /// The JSON Schema dialect of the tools' schemas: `spec` (JSON Schema
     /// 2020-12 as MCP has it, in the forms the providers' MCP clients
     /// take) or `portable` (taken strictly where a client has a strict
     /// mode). `check-schemas` tells what each client does with each.
-    #[arg(long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_SCHEMA_FLAVOR", default_value = "spec", value_name = "FLAVOR", value_parser = ["spec", "portable"], ignore_case = true)]
     pub(super) schema_flavor: String,
     /// Serve MCP over HTTPS with this PEM certificate chain (with
     /// --mcp-tls-key); both files are read again when they change.
     #[arg(
+        help_heading = super::headings::MCP_HTTP,
         long,
         env = "TOOL_SERVICE_MCP_TLS_CERT",
         value_name = "FILE",
@@ -70,6 +73,7 @@ pub(crate) struct McpHttpArgs {
     mcp_tls_cert: Option<std::path::PathBuf>,
     /// The private key of --mcp-tls-cert (PKCS#8, PKCS#1 or SEC1 PEM).
     #[arg(
+        help_heading = super::headings::MCP_HTTP,
         long,
         env = "TOOL_SERVICE_MCP_TLS_KEY",
         value_name = "FILE",
@@ -82,12 +86,12 @@ pub(crate) struct McpHttpArgs {
 
 /// OAuth 2.1 authorization of the MCP port (the MCP specification's).
 #[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "MCP authorization (OAuth 2.1)")]
 struct OAuthArgs {
     /// Take OAuth access tokens of this authorization server (its issuer
     /// identifier, exactly as its tokens' `iss` says; https, or http on
     /// localhost). Needs --oauth-resource.
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_ISSUER",
         value_name = "URL",
@@ -98,6 +102,7 @@ struct OAuthArgs {
     /// public one): the audience tokens must be issued for, and the
     /// protected resource metadata's `resource`.
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_RESOURCE",
         value_name = "URL",
@@ -107,6 +112,7 @@ struct OAuthArgs {
     /// Also take tokens whose `aud` is this (repeatable; issuers that name
     /// an API identifier instead of the URL).
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_AUDIENCE",
         value_delimiter = ',',
@@ -117,6 +123,7 @@ struct OAuthArgs {
     /// The token claim that names the caller (`ctx.user()`), e.g.
     /// `preferred_username` or `email`.
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_USER_CLAIM",
         default_value = "sub",
@@ -125,11 +132,12 @@ struct OAuthArgs {
     oauth_user_claim: String,
     /// The scopes a service's tools need, in place of its attribute's
     /// (repeatable; `SERVICE_ID=` alone: none).
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_SCOPE", value_delimiter = ',', value_name = "SERVICE_ID=SCOPE", value_parser = parse_scope, requires = "oauth_issuer")]
+    #[arg(help_heading = super::headings::OAUTH, long, env = "TOOL_SERVICE_OAUTH_SCOPE", value_delimiter = ',', value_name = "SERVICE_ID=SCOPE", value_parser = parse_scope, requires = "oauth_issuer")]
     oauth_scope: Vec<(String, String)>,
     /// The signature algorithms accepted (repeatable; default RS256, RS384,
     /// RS512, PS256, PS384, PS512, ES256, ES384, EdDSA; never `none` or HMAC).
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_ALGORITHM",
         value_delimiter = ',',
@@ -137,11 +145,12 @@ struct OAuthArgs {
     )]
     oauth_algorithm: Vec<crate::mcp::Algorithm>,
     /// The clock skew allowed on a token's `exp` and `nbf`. Units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_LEEWAY", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(help_heading = super::headings::OAUTH, long, env = "TOOL_SERVICE_OAUTH_LEEWAY", default_value = "30s", value_name = "DURATION", value_parser = crate::duration::parse)]
     oauth_leeway: Duration,
     /// The client id to introspect opaque tokens with (RFC 7662), with
     /// --oauth-client-secret-file; without it only JWT access tokens are taken.
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_CLIENT_ID",
         value_name = "ID",
@@ -150,6 +159,7 @@ struct OAuthArgs {
     oauth_client_id: Option<String>,
     /// A file holding that client's secret.
     #[arg(
+        help_heading = super::headings::OAUTH,
         long,
         env = "TOOL_SERVICE_OAUTH_CLIENT_SECRET_FILE",
         value_name = "FILE",
@@ -158,7 +168,7 @@ struct OAuthArgs {
     oauth_client_secret_file: Option<std::path::PathBuf>,
     /// PEM certificates to trust for the authorization server, besides the
     /// web's roots (a private CA).
-    #[arg(long, env = "TOOL_SERVICE_OAUTH_CA_FILE", value_name = "FILE")]
+    #[arg(help_heading = super::headings::OAUTH, long, env = "TOOL_SERVICE_OAUTH_CA_FILE", value_name = "FILE")]
     oauth_ca_file: Option<std::path::PathBuf>,
 }
 
@@ -237,7 +247,7 @@ impl McpHttpArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct McpArgs {
     /// Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.
-    #[arg(long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
     listen: Option<SocketAddr>,
     #[command(flatten)]
     http: McpHttpArgs,
@@ -282,9 +292,10 @@ pub(super) fn prepare(
     crate::host::check_names(registry, &options.host)?;
     Ok(McpRun {
         // A server for this machine only keeps its metrics there too.
-        metrics: args
-            .metrics
-            .address(args.listen.is_some(), args.listen.map(|listen| listen.ip())),
+        metrics: args.metrics.unless_taken(
+            args.metrics
+                .address(args.listen.is_some(), args.listen.map(|listen| listen.ip())),
+        ),
         listen: args.listen,
         http: args.http.options()?,
         options,

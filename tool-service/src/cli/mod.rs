@@ -51,6 +51,8 @@ mod descriptors;
 mod fields;
 mod flags;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod headings;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
 mod host;
 mod list;
 #[cfg(any(feature = "pulsar", feature = "mcp"))]
@@ -233,10 +235,66 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn help_starts_with_the_binarys_description_and_heads_every_serving_flag() {
+        let help = |app: App, args: &[&str]| {
+            let mut out = Vec::new();
+            app.run_from(args.iter().copied(), &mut out, &mut Vec::new());
+            String::from_utf8(out).unwrap()
+        };
+        let meta = Meta {
+            name: "joke",
+            version: "0.3.1",
+            description: "Jokes for the support agent",
+        };
+        assert!(help(App::new().meta(meta), &["joke", "--help"])
+            .starts_with("Jokes for the support agent"));
+        let about = App::new().meta(meta).about("Puns only");
+        assert!(help(about, &["joke", "--help"]).starts_with("Puns only"));
+        let none = Meta {
+            description: " ",
+            ..meta
+        };
+        assert!(help(App::new().meta(none), &["joke", "--help"])
+            .starts_with("TrustGraph tool services"));
+        #[cfg(feature = "mcp")]
+        {
+            // Each flag under the heading of its group: what follows the
+            // authorization flags is not taken for one of them.
+            let text = help(App::new(), &["joke", "mcp", "--help"]);
+            let section = |heading: &str| {
+                let start = text
+                    .find(&format!("\n{heading}:\n"))
+                    .unwrap_or_else(|| panic!("no {heading}: in\n{text}"));
+                let rest = &text[start + heading.len() + 3..];
+                rest[..rest.find("\n\n").unwrap_or(rest.len())].to_owned()
+            };
+            let oauth = section("MCP authorization (OAuth 2.1)");
+            assert!(oauth.contains("--oauth-issuer"), "{oauth}");
+            for flag in [
+                "--only",
+                "--concurrency",
+                "--metrics-port",
+                "--log-level",
+                "--mcp-tls-cert",
+            ] {
+                assert!(
+                    !oauth.contains(flag),
+                    "{flag} under the authorization heading:\n{oauth}"
+                );
+            }
+            assert!(section("Services and limits").contains("--concurrency"));
+            assert!(section("Metrics and probes").contains("--metrics-port"));
+            assert!(section("Logging").contains("--log-level"));
+            assert!(section("MCP over HTTP").contains("--mcp-tls-cert"));
+        }
+    }
+
+    #[test]
     fn version_names_the_binary() {
         let meta = Meta {
             name: "joke",
             version: "0.3.1",
+            description: "",
         };
         let version = |args: &[&str], meta: Option<Meta>| {
             let mut out = Vec::new();

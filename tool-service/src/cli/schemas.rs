@@ -57,7 +57,15 @@ pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) 
         let mut outcomes = Map::new();
         for path in &paths {
             let outcome = clients::outcome(*path, &schema);
-            text.push_str(&format!("  {:<21} {}\n", path.name(), said(&outcome)));
+            let no_arguments = schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty);
+            text.push_str(&format!(
+                "  {:<21} {}\n",
+                path.name(),
+                said(&outcome, no_arguments)
+            ));
             if outcome.taken == Taken::Crashes {
                 crashed.push(format!("{name} ({path})"));
             }
@@ -127,10 +135,15 @@ pub(super) fn check(registry: &Registry, args: &CheckArgs, out: &mut dyn Write) 
     .into())
 }
 
-/// An outcome as a user's client would have it happen.
-fn said(outcome: &clients::Outcome) -> String {
+/// An outcome as a user's client would have it happen; of a tool with
+/// `no_arguments`, that strict mode (which holds the model to the
+/// arguments' schema) would have nothing to hold.
+fn said(outcome: &clients::Outcome, no_arguments: bool) -> String {
     let mut text = match (outcome.taken, &outcome.sentence) {
         (Taken::Strict, _) => String::from("takes it, in strict mode"),
+        (Taken::Accepted, Some(why)) if no_arguments => format!(
+            "takes it, not in strict mode ({why}); with no arguments to hold the model to, that costs nothing"
+        ),
         (Taken::Accepted, Some(why)) => format!("takes it, not in strict mode ({why})"),
         (Taken::Accepted, None) => String::from("takes it"),
         (Taken::Crashes, why) => format!(
@@ -162,4 +175,26 @@ fn input_schemas(registry: &Registry, flavor: SchemaFlavor) -> Vec<(String, Valu
     }
     schemas.sort_by(|a, b| a.0.cmp(&b.0));
     schemas
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_without_arguments_served_non_strict_is_said_to_cost_nothing() {
+        let fell_back = clients::Outcome {
+            taken: Taken::Accepted,
+            sentence: Some(String::from("its object is left open")),
+            lost: Vec::new(),
+        };
+        assert_eq!(
+            said(&fell_back, true),
+            "takes it, not in strict mode (its object is left open); with no arguments to hold the model to, that costs nothing"
+        );
+        assert_eq!(
+            said(&fell_back, false),
+            "takes it, not in strict mode (its object is left open)"
+        );
+    }
 }

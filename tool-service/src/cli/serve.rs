@@ -13,15 +13,16 @@ use super::{BoxError, CliResult};
 #[derive(Debug, clap::Args)]
 pub(crate) struct BrokerArgs {
     /// The Pulsar broker.
-    #[arg(short = 'p', long, env = "PULSAR_HOST", default_value = crate::pulsar::broker::DEFAULT_PULSAR_URL)]
+    #[arg(help_heading = super::headings::PULSAR, short = 'p', long, env = "PULSAR_HOST", default_value = crate::pulsar::broker::DEFAULT_PULSAR_URL)]
     pulsar_host: String,
     /// A Pulsar token for authentication. Prefer --pulsar-api-key-file or
     /// the environment: other local users can read a process's arguments.
-    #[arg(long, env = "PULSAR_API_KEY", hide_env_values = true)]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "PULSAR_API_KEY", hide_env_values = true)]
     pulsar_api_key: Option<String>,
     /// A file holding the Pulsar token (read once at start; surrounding
     /// whitespace is ignored).
     #[arg(
+        help_heading = super::headings::PULSAR,
         long,
         env = "PULSAR_API_KEY_FILE",
         value_name = "FILE",
@@ -29,10 +30,10 @@ pub(crate) struct BrokerArgs {
     )]
     pulsar_api_key_file: Option<PathBuf>,
     /// The advertised listener name to look topics up with.
-    #[arg(long, env = "PULSAR_LISTENER")]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "PULSAR_LISTENER")]
     pulsar_listener: Option<String>,
     /// A PEM file with the CA that signed the broker's certificate (pulsar+ssl://).
-    #[arg(long, env = "PULSAR_TLS_CA_FILE", value_name = "FILE")]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "PULSAR_TLS_CA_FILE", value_name = "FILE")]
     pulsar_tls_ca_file: Option<PathBuf>,
 }
 
@@ -68,50 +69,50 @@ pub(crate) struct ServeArgs {
     host: super::host::HostArgs,
     /// Requests each service takes ahead of its handlers; beyond that a
     /// non-persistent topic's requests are answered `overloaded` at once.
-    #[arg(long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::pulsar::serve::DEFAULT_RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "TOOL_SERVICE_RECEIVE_WINDOW", value_name = "N", default_value_t = crate::pulsar::serve::DEFAULT_RECEIVE_WINDOW as u32, value_parser = clap::value_parser!(u32).range(1..))]
     receive_window: u32,
     /// The largest response message to publish, in bytes, when it must be
     /// below the broker's own limit (a topic policy); the broker's
     /// announced maximum applies regardless [default: the broker's].
-    #[arg(long, env = "TOOL_SERVICE_MAX_MESSAGE_SIZE", value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "TOOL_SERVICE_MAX_MESSAGE_SIZE", value_name = "BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
     max_message_size: Option<u32>,
     /// Send the answers that are ready together as one Pulsar batch; no
     /// answer waits for a timer. Off: every answer its own message, for a
     /// consumer that cannot read batches (every Pulsar client can).
-    #[arg(long, env = "TOOL_SERVICE_RESPONSE_BATCHING", value_name = "BOOL", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(help_heading = super::headings::PULSAR, long, env = "TOOL_SERVICE_RESPONSE_BATCHING", value_name = "BOOL", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     response_batching: bool,
     /// Threads that run the handlers [default: one per core]. On a small
     /// machine shared with the broker, 1 often serves I/O-bound tools fastest.
-    #[arg(long, env = "TOOL_SERVICE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(help_heading = super::headings::SERVICES, long, env = "TOOL_SERVICE_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
     #[command(flatten)]
     metrics: super::host::MetricsArgs,
     /// Also log each request's user, config and arguments (at info level).
     /// Config often holds credentials: use for debugging only.
-    #[arg(long, env = "TOOL_SERVICE_LOG_PAYLOADS", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(help_heading = super::headings::LOGGING, long, env = "TOOL_SERVICE_LOG_PAYLOADS", value_parser = clap::builder::BoolishValueParser::new())]
     log_payloads: bool,
     #[command(flatten)]
     log: super::LogArgs,
     /// Once subscribed, announce the services and their tools to
     /// TrustGraph's config service (as the `announce` command does),
     /// retrying with backoff while it does not answer.
-    #[arg(long, env = "TOOL_SERVICE_ANNOUNCE", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(help_heading = super::headings::ANNOUNCE, long, env = "TOOL_SERVICE_ANNOUNCE", value_parser = clap::builder::BoolishValueParser::new())]
     announce: bool,
     /// The TrustGraph workspace to announce to.
-    #[arg(long, env = "TOOL_SERVICE_WORKSPACE", default_value = crate::pulsar::announce::DEFAULT_WORKSPACE, requires = "announce")]
+    #[arg(help_heading = super::headings::ANNOUNCE, long, env = "TOOL_SERVICE_WORKSPACE", default_value = crate::pulsar::announce::DEFAULT_WORKSPACE, requires = "announce")]
     workspace: String,
     /// Overwrite tools and services of the same names that belong to
     /// someone else (refused otherwise).
-    #[arg(long, env = "TOOL_SERVICE_REPLACE", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
+    #[arg(help_heading = super::headings::ANNOUNCE, long, env = "TOOL_SERVICE_REPLACE", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
     replace: bool,
     /// Withdraw the announced items at shutdown. Off by default: replicas
     /// share their services, and one stopping must not take the tools away
     /// from the others.
-    #[arg(long, env = "TOOL_SERVICE_WITHDRAW_ON_EXIT", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
+    #[arg(help_heading = super::headings::ANNOUNCE, long, env = "TOOL_SERVICE_WITHDRAW_ON_EXIT", value_parser = clap::builder::BoolishValueParser::new(), requires = "announce")]
     withdraw_on_exit: bool,
     /// How long each attempt waits for the config service's replies before
     /// it is retried; units ms, s, m, h.
-    #[arg(long, env = "TOOL_SERVICE_ANNOUNCE_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
+    #[arg(help_heading = super::headings::ANNOUNCE, long, env = "TOOL_SERVICE_ANNOUNCE_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = crate::duration::parse, requires = "announce")]
     announce_timeout: std::time::Duration,
     #[command(flatten)]
     names: super::QueueNamesArgs,
@@ -119,7 +120,7 @@ pub(crate) struct ServeArgs {
     /// http://HOST:PORT/mcp, in this process; the drain and shutdown
     /// cover both.
     #[cfg(feature = "mcp")]
-    #[arg(long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_LISTEN", value_name = "HOST:PORT")]
     mcp_listen: Option<std::net::SocketAddr>,
     #[cfg(feature = "mcp")]
     #[command(flatten)]
@@ -128,7 +129,7 @@ pub(crate) struct ServeArgs {
     /// of the MCP server --mcp-listen serves (as other containers reach it,
     /// e.g. http://joke-tools:8900/mcp), with the --mcp-token-file token.
     #[cfg(feature = "mcp")]
-    #[arg(long, env = "TOOL_SERVICE_MCP_URL", value_name = "URL", value_parser = super::parse_mcp_url, requires_all = ["announce", "mcp_listen"])]
+    #[arg(help_heading = super::headings::MCP_HTTP, long, env = "TOOL_SERVICE_MCP_URL", value_name = "URL", value_parser = super::parse_mcp_url, requires_all = ["announce", "mcp_listen"])]
     mcp_url: Option<String>,
 }
 
@@ -176,7 +177,7 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.log_payloads = args.log_payloads;
     options.batch_responses = args.response_batching;
-    options.metrics = args.metrics.address(true, None);
+    options.metrics = args.metrics.unless_taken(args.metrics.address(true, None));
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
         Some(address) => Some((

@@ -57,6 +57,7 @@
 //! [flags-and-variables]: crate::cli#flags-and-variables
 //! [attribute-scopes]: macro@crate::tool_service#oauth-scopes
 //! [attribute-annotations]: macro@crate::tool_service#mcp-annotations-and-titles
+//! [who-is-calling]: crate::pulsar::announce#who-is-calling
 //!
 #![doc = include_str!("../../docs/mcp.md")]
 

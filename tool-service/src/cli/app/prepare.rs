@@ -79,7 +79,12 @@ impl<A: 'static> App<A> {
     {
         let meta = self.meta;
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let command = command(meta, self.about.as_deref(), args.first());
+        let about = self
+            .about
+            .as_deref()
+            .or(meta.map(|meta| meta.description))
+            .filter(|about| !about.trim().is_empty());
+        let command = command(meta, about, args.first());
         let command = match with_own_args(command, self.augment) {
             Ok(command) => command,
             Err(error) => {

@@ -37,6 +37,11 @@
 //! this binary's services, and only those tools whose `service` is one of
 //! them.
 //!
+// The guide below links other guides as files (for GitHub and a
+// checkout). A label's first definition wins, so this one, read first,
+// sends its label to the section of the rustdoc page instead.
+//! [pulsar-authentication]: crate::pulsar::serve#authentication-and-tls
+//!
 #![doc = include_str!("../../../docs/trustgraph.md")]
 
 use std::collections::BTreeMap;
