@@ -43,7 +43,7 @@ pub(crate) fn granted() -> Option<Arc<[String]>> {
     GRANTED.try_with(Arc::clone).ok()
 }
 
-/// Who an in-process call comes from ([`Registry::call_tool_as`]): a user,
+/// Who an in-process call comes from ([`Registry::call_tool_as`](crate::Registry::call_tool_as)): a user,
 /// and the scopes an OAuth access token would grant. A test calls a tool
 /// as each kind of caller without a server or an issuer.
 ///

@@ -34,7 +34,7 @@ use std::sync::Arc;
 // checkout). A label's first definition wins, so these, read first, send
 // its labels to the items and sections of the rustdoc pages instead.
 /// [testing-guide]: crate::Registry#testing-your-tools
-#[cfg_attr(feature = "cli", doc = "[run]: macro@crate::run")]
+/// [run]: macro@crate::run
 ///
 #[cfg_attr(feature = "cli", doc = include_str!("../docs/state.md"))]
 #[derive(Clone, Default)]
