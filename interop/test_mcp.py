@@ -166,6 +166,33 @@ def test_a_token_is_required_when_configured_and_never_logged():
         assert not any("s3cret-token" in line for line in server.lines)
 
 
+def test_call_over_mcp_prints_the_frame_the_in_process_call_prints():
+    """`call --mcp URL` as an MCP client: initialize, tools/call, with the
+    server's token from a file; the frame it prints is the in-process
+    call's, for an answer and for the tool's own error; without the token,
+    the refusal's status and challenge."""
+    joke = str(examples_dir() / "joke")
+
+    def call(*args):
+        return subprocess.run([joke, "call", *args], capture_output=True, text=True, timeout=60)
+
+    with tempfile.TemporaryDirectory() as directory:
+        token_file = pathlib.Path(directory) / "token"
+        token_file.write_text("s3cret-token\n")
+        with McpHttp("joke", "--mcp-token-file", str(token_file)) as server:
+            for arguments, code in (('{"topic": "programming"}', 0), ('{"topic": ""}', 1)):
+                here = call("tell-joke", "--args", arguments)
+                there = call("--mcp", server.url, "--mcp-token-file", str(token_file), "tell-joke", "--args", arguments)
+                assert (there.returncode, there.stdout) == (code, here.stdout.replace(
+                    '"type":"invalid-arguments"', '"type":"tool-service-error"')), (there, here)
+            refused = call("--mcp", server.url, "tell-joke", "--args", '{"topic": "cats"}')
+            assert refused.returncode == 1, refused
+            assert f"{server.url} refused the call: HTTP 401 Unauthorized; WWW-Authenticate: Bearer" in refused.stderr, \
+                refused.stderr
+            unknown = call("--mcp", server.url, "--mcp-token-file", str(token_file), "no-such-tool")
+            assert unknown.returncode == 1 and "answered `tools/call` with the error" in unknown.stderr, unknown
+
+
 def test_the_dns_rebinding_guard_refuses_other_hosts_unless_allowed():
     with McpHttp("joke", "--mcp-allowed-host", "joke-tools") as server:
         status, _ = post(server.url, INITIALIZE)

@@ -255,6 +255,34 @@ def test_foreign_expired_and_forged_tokens_are_refused(issuer):
         assert challenge(headers)["error"] == "invalid_request", headers
 
 
+def test_call_over_mcp_signs_in_with_client_credentials_and_shows_a_refusal(issuer):
+    """`call --mcp URL --mcp-client-id ID --mcp-client-secret-file FILE`:
+    from the server's 401 to its metadata, the issuer's, a token for this
+    resource, and the call; a scope the client lacks is the server's 403
+    with its challenge."""
+    tickets_bin = str(examples_dir() / "tickets")
+    with tickets(issuer) as server, tempfile.TemporaryDirectory() as directory:
+        def call(client, tool, arguments, *scopes):
+            secret_file = pathlib.Path(directory) / client
+            secret_file.write_text(secret(client))
+            scope_flags = [flag for scope in scopes for flag in ("--mcp-scope", scope)]
+            return subprocess.run(
+                [tickets_bin, "call", "--mcp", server.url, "--mcp-client-id", client,
+                 "--mcp-client-secret-file", str(secret_file), *scope_flags, tool, "--args", arguments],
+                capture_output=True, text=True, timeout=60,
+            )
+
+        listed = call("agent-reader", "list-tickets", "{}", "tickets:read")
+        assert listed.returncode == 0, listed
+        frame = json.loads(listed.stdout)
+        assert frame["error"] is None and "agent-reader" in frame["response"], frame
+        closed = call("agent-reader", "close-ticket", '{"id": 7}', "tickets:read")
+        assert closed.returncode == 1, closed
+        assert "refused the call: HTTP 403 Forbidden; WWW-Authenticate: Bearer" in closed.stderr, closed.stderr
+        assert 'error="insufficient_scope"' in closed.stderr and 'scope="tickets:write"' in closed.stderr, \
+            closed.stderr
+
+
 def test_scopes_decide_which_tools_a_caller_sees_and_may_call(issuer):
     plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:

@@ -31,6 +31,9 @@ pub(crate) struct CallArgs {
     #[cfg(feature = "pulsar")]
     #[command(flatten)]
     pulsar: OverPulsar,
+    #[cfg(feature = "mcp")]
+    #[command(flatten)]
+    mcp: OverMcp,
 }
 
 impl CallArgs {
@@ -43,10 +46,51 @@ impl CallArgs {
     /// that the state its service takes must be here.
     pub(crate) fn runs_here(&self) -> bool {
         #[cfg(feature = "pulsar")]
-        return self.pulsar.url.is_none();
+        let over_pulsar = self.pulsar.url.is_some();
         #[cfg(not(feature = "pulsar"))]
-        true
+        let over_pulsar = false;
+        #[cfg(feature = "mcp")]
+        let over_mcp = self.mcp.url.is_some();
+        #[cfg(not(feature = "mcp"))]
+        let over_mcp = false;
+        !(over_pulsar || over_mcp)
     }
+}
+
+/// `call`'s flags that send the request to an MCP server instead.
+#[cfg(feature = "mcp")]
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct OverMcp {
+    /// Call the tool on the MCP server at this URL (Streamable HTTP, e.g.
+    /// http://127.0.0.1:8900/mcp) as an MCP client does, instead of running
+    /// it in-process. Over MCP a tool's error carries no type: its frame's
+    /// is tool-service-error.
+    #[arg(id = "mcp_url", long = "mcp", value_name = "URL", conflicts_with_all = ["config", "user"])]
+    url: Option<String>,
+    /// With --mcp: a file holding the bearer token to send.
+    #[arg(
+        long = "mcp-token-file",
+        value_name = "FILE",
+        requires = "mcp_url",
+        conflicts_with = "client_id"
+    )]
+    token_file: Option<std::path::PathBuf>,
+    /// With --mcp: sign in with the client credentials grant at the
+    /// authorization server the MCP server's 401 names, as this client
+    /// (with --mcp-client-secret-file).
+    #[arg(long = "mcp-client-id", value_name = "ID", requires_all = ["mcp_url", "client_secret_file"])]
+    client_id: Option<String>,
+    /// With --mcp-client-id: a file holding the client's secret.
+    #[arg(
+        long = "mcp-client-secret-file",
+        value_name = "FILE",
+        requires = "client_id"
+    )]
+    client_secret_file: Option<std::path::PathBuf>,
+    /// With --mcp-client-id: a scope to ask for (repeatable; default: those
+    /// the server's challenge names).
+    #[arg(long = "mcp-scope", value_name = "SCOPE", requires = "client_id")]
+    scopes: Vec<String>,
 }
 
 /// `call`'s flags that send the request over a broker instead.
@@ -57,6 +101,7 @@ pub(crate) struct OverPulsar {
     /// (e.g. pulsar://127.0.0.1:6650) instead of running it in-process;
     /// the answer is waited for as long as the service's timeout.
     #[arg(long = "pulsar", value_name = "URL")]
+    #[cfg_attr(feature = "mcp", arg(conflicts_with = "mcp_url"))]
     url: Option<String>,
     /// With --pulsar: a file holding the Pulsar token.
     #[arg(long = "pulsar-api-key-file", value_name = "FILE", requires = "url")]
@@ -77,7 +122,13 @@ pub(super) async fn call(registry: &Registry, args: CallArgs, out: &mut dyn Writ
         id,
         #[cfg(feature = "pulsar")]
         pulsar,
+        #[cfg(feature = "mcp")]
+        mcp,
     } = args;
+    #[cfg(feature = "mcp")]
+    if mcp.url.is_some() {
+        return over_mcp(&name, &id, &arguments, mcp, out).await;
+    }
     let request = Request {
         user: user.filter(|user| !user.is_empty()),
         config: config.unwrap_or_else(|| String::from("{}")),
@@ -159,5 +210,58 @@ async fn over_pulsar(
         )
         .into()),
         Err(error) => Err(error.into()),
+    }
+}
+
+/// The tool called on the MCP server `over` names, its answer printed as
+/// the frame the in-process call prints; a refusal before the tool ran is
+/// an error naming the status and the challenge.
+#[cfg(feature = "mcp")]
+async fn over_mcp(
+    name: &str,
+    id: &str,
+    arguments: &str,
+    over: OverMcp,
+    out: &mut dyn Write,
+) -> CliResult {
+    use crate::mcp::client::{call_tool, Answer, SignIn};
+    let url = over.url.unwrap_or_default();
+    let arguments: Value =
+        serde_json::from_str(arguments).map_err(|error| format!("--args is not JSON: {error}"))?;
+    let sign_in = match (&over.token_file, &over.client_id, &over.client_secret_file) {
+        (Some(path), _, _) => SignIn::Token(super::read_token_file("--mcp-token-file", path)?),
+        (None, Some(client), Some(path)) => SignIn::ClientCredentials {
+            id: client.clone(),
+            secret: super::read_token_file("--mcp-client-secret-file", path)?,
+            scopes: over.scopes.clone(),
+        },
+        _ => SignIn::Anonymous,
+    };
+    match call_tool(&url, sign_in, name, arguments).await? {
+        Answer::Result { text, is_error } => {
+            let frame = crate::wire::Frame {
+                error: is_error.then(|| crate::error::ToolError::new(text.clone())),
+                response: if is_error { String::new() } else { text },
+                end_of_stream: true,
+            };
+            let mut line = serde_json::Map::new();
+            line.insert("id".into(), id.into());
+            if let Value::Object(fields) = serde_json::to_value(&frame)? {
+                line.extend(fields);
+            }
+            writeln!(out, "{}", Value::Object(line))?;
+            Ok(if is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Answer::Refused { status, challenge } => Err(format!(
+            "{url} refused the call: HTTP {status}{}",
+            challenge.map_or_else(String::new, |challenge| format!(
+                "; WWW-Authenticate: {challenge}"
+            ))
+        )
+        .into()),
     }
 }

@@ -62,6 +62,8 @@
 #![doc = include_str!("../../docs/mcp.md")]
 
 mod auth;
+#[cfg(feature = "cli")]
+pub(crate) mod client;
 mod connections;
 mod http;
 mod stdio;

@@ -54,6 +54,9 @@ impl std::fmt::Display for Failure {
 #[derive(Clone)]
 pub(crate) struct Fetcher {
     tls: Arc<rustls::ClientConfig>,
+    /// Plain http to any host, not only this machine: for `call --mcp`,
+    /// whose user names the URL (a server in a container network, say).
+    plain_http_anywhere: bool,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -94,7 +97,40 @@ impl Fetcher {
             .map_err(|error| error.to_string())?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        Ok(Self { tls: Arc::new(tls) })
+        Ok(Self {
+            tls: Arc::new(tls),
+            plain_http_anywhere: false,
+        })
+    }
+
+    /// This fetcher, allowed plain http to any host.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn with_plain_http_anywhere(mut self) -> Self {
+        self.plain_http_anywhere = true;
+        self
+    }
+
+    /// Sends `request` and reads the answer whatever its status: at most
+    /// `limit` bytes of body.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) async fn exchange_any(
+        &self,
+        request: http::Request<Full<Bytes>>,
+        limit: usize,
+    ) -> Result<http::Response<Bytes>, Failure> {
+        let url = request.uri().to_string();
+        tokio::time::timeout(TIMEOUT, self.answer(request, limit))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Failure::unreachable(format!(
+                    "no answer within {}",
+                    crate::duration::format(TIMEOUT)
+                )))
+            })
+            .map_err(|why| Failure {
+                text: format!("{url}: {}", why.text),
+                ..why
+            })
     }
 
     /// `GET url`: its body, at most `limit` bytes, when it answers 200.
@@ -169,6 +205,23 @@ impl Fetcher {
         request: http::Request<Full<Bytes>>,
         limit: usize,
     ) -> Result<Bytes, Failure> {
+        let (parts, body) = self.answer(request, limit).await?.into_parts();
+        if parts.status != http::StatusCode::OK {
+            let text = format!("answered HTTP {}", parts.status);
+            return Err(match parts.status.is_client_error() {
+                true => Failure::misconfigured(text),
+                false => Failure::unreachable(text),
+            });
+        }
+        Ok(body)
+    }
+
+    /// The answer to `request`, whatever its status.
+    async fn answer(
+        &self,
+        request: http::Request<Full<Bytes>>,
+        limit: usize,
+    ) -> Result<http::Response<Bytes>, Failure> {
         let misconfigured = |text: &str| Failure::misconfigured(text);
         let uri = request.uri().clone();
         let host = uri
@@ -181,7 +234,7 @@ impl Fetcher {
             .to_owned();
         let https = match uri.scheme_str() {
             Some("https") => true,
-            Some("http") if is_loopback(&bare) => false,
+            Some("http") if self.plain_http_anywhere || is_loopback(&bare) => false,
             Some("http") => return Err(misconfigured(
                 "plain http is used only on this machine (localhost, 127.0.0.1, ::1); use https",
             )),
@@ -225,8 +278,8 @@ impl Fetcher {
                 .await
                 .map_err(Failure::unreachable)?
         };
-        let status = response.status();
-        let body = Limited::new(response.into_body(), limit)
+        let (parts, body) = response.into_parts();
+        let body = Limited::new(body, limit)
             .collect()
             .await
             .map_err(
@@ -236,14 +289,7 @@ impl Fetcher {
                 },
             )?
             .to_bytes();
-        if status != http::StatusCode::OK {
-            let text = format!("answered HTTP {status}");
-            return Err(match status.is_client_error() {
-                true => Failure::misconfigured(text),
-                false => Failure::unreachable(text),
-            });
-        }
-        Ok(body)
+        Ok(http::Response::from_parts(parts, body))
     }
 }
 

@@ -25,7 +25,7 @@
 //!   token itself goes nowhere: not to rmcp, not to logs, not to the
 //!   handler.
 
-mod fetch;
+pub(crate) mod fetch;
 mod jwt;
 mod keys;
 
