@@ -97,18 +97,7 @@ python3 bench/plots.py --check
 phase "build the tests and examples"
 cargo test --workspace --locked --no-run
 
-# The lints: clippy over every target of the workspace, with warnings as
-# errors. A clippy check shares no artifact with the build above (it
-# checks every dependency again, without code generation), so it runs
-# beside the tests, in a target directory of its own (cargo would make the
-# tests wait for the build directory's lock) and at the lowest CPU
-# priority: in the time the tests spend waiting on the broker. Its verdict
-# is read at the end.
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
-CARGO_TARGET_DIR="$target_dir/lints" nice -n 19 \
-  cargo clippy --workspace --all-targets --locked -- -D warnings >"$logs/lints.out" 2>&1 &
-lints=$!
-jobs_pids+=("$lints")
 
 phase "broker, Python peer, conformance suite and load balancers"
 if $started_broker; then
@@ -139,6 +128,25 @@ phase "unit, doc, ui and integration tests"
 cargo test --workspace --locked --test ui >"$logs/ui-tests.out" 2>&1 &
 ui_tests=$!
 jobs_pids+=("$ui_tests")
+# The lints: clippy over every target of the workspace, warnings as
+# errors. A clippy check shares no artifact with the build but its build
+# scripts and proc macros (it checks every dependency again, without code
+# generation), so it runs beside the tests and the interop suites, in the
+# time they spend waiting on the broker: below their CPU priority, above
+# the release checks' cargo tools (.ci/run builds them at 19). It starts
+# once both test runs are past their build (cargo holds the build
+# directory's lock while it builds, not while tests run), so that it
+# never holds them up; its verdict is read at the end.
+(
+  until grep -q '^     Running' "$logs/ui-tests.out" 2>/dev/null \
+    && grep -q '^     Running' "$logs/tests.out" 2>/dev/null; do
+    kill -0 "$ui_tests" 2>/dev/null || break
+    sleep 1
+  done
+  exec nice -n 10 cargo clippy --workspace --all-targets --locked -- -D warnings
+) >"$logs/lints.out" 2>&1 &
+lints=$!
+jobs_pids+=("$lints")
 tests_status=0
 cargo test --workspace --locked --no-fail-fast -- --skip ui --exact 2>&1 | tee "$logs/tests.out" \
   || tests_status=$?
