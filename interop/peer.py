@@ -120,6 +120,23 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def leaf_errors(error):
+    """The exceptions inside `error`, exception groups (what the MCP SDK's
+    task groups raise) opened all the way down."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaf_errors(inner)]
+    return [error]
+
+
+def refused_over_http(error):
+    """Whether `error` is what the Python MCP SDK (2.3) raises when the
+    server answers a request of its session with an HTTP error status (a
+    401 or a 403): `MCPError(-32603, 'Server returned an error response')`."""
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(error, MCPError) and "Server returned an error response" in str(error)
+
+
 class McpHttp:
     """An example binary serving MCP over Streamable HTTP (`mcp --listen`,
     or `serve --mcp-listen` with `serve=True`), ready when it logs that it

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from peer import ROOT, McpHttp, examples_dir, mcp_session, mcp_stdio, run, with_client
+from peer import ROOT, McpHttp, examples_dir, leaf_errors, mcp_session, mcp_stdio, refused_over_http, run, with_client
 
 JOKE = "Here's a pun for you:\n\nI'd tell you a UDP joke, but you might not get it."
 
@@ -161,8 +161,9 @@ def test_a_token_is_required_when_configured_and_never_logged():
             assert status == 401, text
             status, text = post(server.url, INITIALIZE, {"Authorization": "Bearer wrong"})
             assert status == 401, text
-            with pytest.raises(Exception):
+            with pytest.raises(BaseExceptionGroup) as refused:
                 run(mcp_session(server.url, body, token="wrong"))
+            assert [refused_over_http(error) for error in leaf_errors(refused.value)] == [True], refused.value
         assert not any("s3cret-token" in line for line in server.lines)
 
 

@@ -6,9 +6,9 @@
 # $TOOL_SERVICE_CACHE/cargo-tools/NAME-VERSION (default
 # ~/.cache/tool-service), outside any clone: a second clone, or a second CI
 # run, finds it there and builds nothing. The tools are built with the
-# dependency versions of their own Cargo.lock (--locked), optimised but
-# without link-time optimisation (a third of the build time; the checks
-# they run take seconds either way).
+# dependency versions of their own Cargo.lock (--locked), unoptimised
+# (--debug, with no debug info): the build shares the machine with the
+# test command, and the checks they run take seconds either way.
 set -euo pipefail
 name="$1"
 version="$2"
@@ -26,11 +26,9 @@ if ! [ -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qF "$version"; then
     build="$(mktemp -d "$cache/build.XXXXXX")"
     trap 'rm -rf "$build"' EXIT
     t0=$SECONDS
-    CARGO_PROFILE_RELEASE_LTO=off \
-      CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-      CARGO_PROFILE_RELEASE_DEBUG=none \
-      CARGO_PROFILE_RELEASE_INCREMENTAL=false \
-      cargo install "$name" --version "$version" --locked --quiet \
+    CARGO_PROFILE_DEV_DEBUG=none \
+      CARGO_PROFILE_DEV_INCREMENTAL=false \
+      cargo install "$name" --version "$version" --locked --quiet --debug \
       --root "$root" --target-dir "$build" >&2
     echo "==> installed $name $version in $((SECONDS - t0)) s" >&2
   fi
