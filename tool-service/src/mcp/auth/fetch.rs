@@ -112,7 +112,6 @@ impl Fetcher {
 
     /// Sends `request` and reads the answer whatever its status: at most
     /// `limit` bytes of body.
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) async fn exchange_any(
         &self,
         request: http::Request<Full<Bytes>>,
@@ -180,34 +179,16 @@ impl Fetcher {
             .map_err(|failure| failure.text)
     }
 
+    /// The body of the answer to `request` when it is a `200`.
     async fn send(
         &self,
         request: http::Request<Full<Bytes>>,
         limit: usize,
     ) -> Result<Bytes, Failure> {
         let url = request.uri().to_string();
-        tokio::time::timeout(TIMEOUT, self.exchange(request, limit))
-            .await
-            .unwrap_or_else(|_| {
-                Err(Failure::unreachable(format!(
-                    "no answer within {}",
-                    crate::duration::format(TIMEOUT)
-                )))
-            })
-            .map_err(|why| Failure {
-                text: format!("{url}: {}", why.text),
-                ..why
-            })
-    }
-
-    async fn exchange(
-        &self,
-        request: http::Request<Full<Bytes>>,
-        limit: usize,
-    ) -> Result<Bytes, Failure> {
-        let (parts, body) = self.answer(request, limit).await?.into_parts();
+        let (parts, body) = self.exchange_any(request, limit).await?.into_parts();
         if parts.status != http::StatusCode::OK {
-            let text = format!("answered HTTP {}", parts.status);
+            let text = format!("{url}: answered HTTP {}", parts.status);
             return Err(match parts.status.is_client_error() {
                 true => Failure::misconfigured(text),
                 false => Failure::unreachable(text),

@@ -487,11 +487,7 @@ impl Authorizer {
     pub(crate) async fn check_issuer(&self) -> Result<(), String> {
         match self.discover().await {
             Ok(count) => {
-                tracing::info!(
-                    issuer = %self.options.issuer,
-                    keys = count,
-                    "the authorization server's keys are loaded"
-                );
+                self.loaded(count);
                 Ok(())
             }
             Err(failure) if failure.misconfigured => {
@@ -508,6 +504,15 @@ impl Authorizer {
         }
     }
 
+    /// Says that `count` keys of the issuer are loaded.
+    fn loaded(&self, count: usize) {
+        tracing::info!(
+            issuer = %self.options.issuer,
+            keys = count,
+            "the authorization server's keys are loaded"
+        );
+    }
+
     /// Finds the issuer's endpoints and keys, retrying until it answers
     /// (unless [`Self::check_issuer`] found them), then keeps the keys
     /// current; runs until dropped.
@@ -517,11 +522,7 @@ impl Authorizer {
         while self.discovered.get().is_none() {
             match self.discover().await {
                 Ok(count) => {
-                    tracing::info!(
-                        issuer = %self.options.issuer,
-                        keys = count,
-                        "the authorization server's keys are loaded"
-                    );
+                    self.loaded(count);
                     break;
                 }
                 Err(error) => {
