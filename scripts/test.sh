@@ -215,8 +215,13 @@ counted "schemas through the providers' MCP clients (pytest)" "$(pytest_count "$
 echo "==> lints (clippy, every target of the workspace, warnings as errors)" >&2
 lints_status=0
 wait "$lints" || lints_status=$?
-cat "$logs/lints.out" >&2
-[ "$lints_status" -eq 0 ] || { echo "test.sh: clippy found problems (above)" >&2; exit 1; }
+if [ "$lints_status" -eq 0 ]; then
+  tail -n 1 "$logs/lints.out" >&2
+else
+  cat "$logs/lints.out" >&2
+  echo "test.sh: clippy found problems (above)" >&2
+  exit 1
+fi
 
 echo "==> tests run, by suite:" >&2
 total=0
