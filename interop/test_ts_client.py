@@ -6,6 +6,7 @@ progress notifications, tool errors and protocol errors. Through
 scripts/mcp-ts-client.sh, which runs interop/ts_client.mjs on Node 22."""
 
 import json
+import re
 import subprocess
 
 from peer import ROOT, McpHttp, examples_dir
@@ -126,14 +127,17 @@ def test_progress_reaches_the_sdk_over_http_and_stdio():
         (call,) = got["calls"]
         assert text(call).endswith("The end of Ferris's 2 chapters."), call
         # The SDK hands a notification to its handler a moment after reading
-        # it, but retires the handler as it reads the result: the last
-        # notification, written just before the result, can reach it after
-        # the result and is reported as for "an unknown token" instead
-        # (typescript-sdk#2580). Every notification arrives, in order.
+        # it, but retires the handler as it reads the result: a notification
+        # written before the result can reach it after the result and is
+        # reported as for "an unknown token" instead (typescript-sdk#2580);
+        # on a busy machine every one of them can (seen once in ten runs
+        # under a CPU hog). What the server guarantees holds either way:
+        # every notification arrives, in order, before the result.
         late = [error for error in got["clientErrors"] if "progress notification for an unknown token" in error]
+        late_values = [int(re.search(r'"progress":(\d+)', error).group(1)) for error in late]
         progress = call["progress"]
-        assert progress and progress == expected[: len(progress)], got
-        assert len(progress) + len(late) == len(expected), got
+        assert progress == expected[: len(progress)], got
+        assert [value for value, _ in progress] + late_values == [value for value, _ in expected], got
 
 
 AJV_EXAMPLES = ["conformance", "custom_rag", "echo", "groups", "joke", "schema_corpus",
