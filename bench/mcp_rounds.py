@@ -1,19 +1,28 @@
-"""`tools/call` over MCP: ours against rmcp at its best and the Python SDK,
-paired round by round.
+"""`tools/call` over MCP: ours against every MCP server we know to be fast,
+and a floor with no MCP library, paired round by round.
 
-Three servers of the same echo tool, each driven by the same Rust load
+The same echo tool on each server, each driven by the same Rust load
 generator (bench/src/bin/mcp_loadgen.rs):
   ours        #[tool_service] + `mcp --listen` (bench/src/bin/ours.rs)
   rmcp        rmcp's own `#[tool]` macros and StreamableHttpService, its
               documented setup without sessions, as ours serves
-              (bench/src/bin/rmcp_echo.rs): the baseline
+              (bench/src/bin/rmcp_echo.rs): the baseline of the ratios
+  mcp-go      mark3labs/mcp-go v1.2.1, stateless Streamable HTTP
+              (bench/go/mcpgo_echo)
+  go-sdk      the official Go SDK v1.8.0, stateless, answering JSON
+              (bench/go/gosdk_echo)
+  floor       a bare Go net/http handler that decodes each request and
+              encodes its answer as JSON, no MCP library, checking nothing
+              (bench/go/mcp_floor): what HTTP and JSON alone cost
   python      the Python MCP SDK 2.3.0's MCPServer (bench/py_mcp_server.py)
-Each round runs ours and rmcp back to back in alternating order, and rmcp a
-second time (`rmcp-again`): its ratio to rmcp's first run is the noise floor.
-Streamable HTTP at 1 and 64 calls in flight (one keep-alive connection and
-one MCP session per caller), stdio at 1 in flight, and `per-call/1`:
-TrustGraph's mcp-tool pattern, a connection, `initialize` and the call (and
-a DELETE when the server gives a session) for every call. Python gets fewer
+Each round runs ours and rmcp back to back in alternating order, rmcp a
+second time (`rmcp-again`: its ratio to rmcp's first run is the noise
+floor), then the other servers. Streamable HTTP at 1 and 64 calls in
+flight (one keep-alive connection and one MCP session per caller), stdio
+at 1 in flight (ours, rmcp, Python: the Go servers and the floor serve
+HTTP only here), and `per-call/1`: TrustGraph's mcp-tool pattern, a
+connection, `initialize`, the initialized notification and the call (and a
+DELETE when the server gives a session) for every call. Python gets fewer
 calls (it is ~30x slower) and runs every round too.
 
 What OAuth authorization costs a call, paired the same way: `ours` without
@@ -25,10 +34,10 @@ per call (three requests, so three checks, per call).
 
 Written to bench/mcp.json and bench/mcp_auth.json; bench/run.py renders
 them into BENCHMARKS.md. Started by `scripts/bench.sh mcp` (or as part of
-`scripts/bench.sh`); needs no broker.
+`scripts/bench.sh`), which builds the Go servers; needs no broker.
 
   BENCH_ROUNDS=N     rounds (default 5; 2 with BENCH_QUICK=1)
-  BENCH_MCP_ONLY=PART  only `compare` (ours, rmcp, Python) or only `auth`
+  BENCH_MCP_ONLY=PART  only `compare` (every server) or only `auth`
                      (ours with and without OAuth); both by default
   OURS_BEFORE=PATH   also measure another build of bench/src/bin/ours.rs
                      (as "ours-before")
@@ -63,6 +72,10 @@ MODES = [("http", 1), ("http", 64), ("stdio", 1), ("per-call", 1)]
 AUTH_MODES = [("http", 1), ("http", 64), ("per-call", 1)]
 AUTH_SERVERS = ["ours", "ours-oauth", "ours-again"]
 LOADGEN = common.BIN / "mcp_loadgen"
+# The servers of bench/go, by name: HTTP only.
+GO_SERVERS = {"mcp-go": "mcpgo_echo", "go-sdk": "gosdk_echo", "floor": "mcp_floor"}
+# The MCP servers ours is held against (`floor` is no MCP server).
+PEERS = ["rmcp", "mcp-go", "go-sdk"]
 ISSUER = common.BIN / "jwt_issuer"
 PARTS = ("compare", "auth")
 
@@ -95,6 +108,8 @@ def command(server, listen=None):
         return [binary, "mcp", "--log-level", "warn", *quiet] + (["--listen", listen] if listen else [])
     if server.startswith("rmcp"):
         return [str(common.BIN / "rmcp_echo")] + transport
+    if server in GO_SERVERS:
+        return [str(common.BIN / GO_SERVERS[server]), "--listen", listen]
     return [common.PYTHON, str(common.ROOT / "bench" / "py_mcp_server.py")] + transport
 
 
@@ -225,12 +240,14 @@ def main():
 
 
 def compare():
-    servers = ["ours", "rmcp", "rmcp-again", "python"] + (["ours-before"] if os.environ.get("OURS_BEFORE") else [])
+    servers = ["ours", "rmcp", "rmcp-again", *GO_SERVERS, "python"] + (
+        ["ours-before"] if os.environ.get("OURS_BEFORE") else [])
     rounds = {f"{mode}/{n}": [] for mode, n in MODES}
     for r in range(ROUNDS):
         for mode, in_flight in MODES:
             key = f"{mode}/{in_flight}"
-            order = servers if r % 2 == 0 else ["rmcp", "ours"] + servers[2:]
+            here = [server for server in servers if mode != "stdio" or server not in GO_SERVERS]
+            order = here if r % 2 == 0 else ["rmcp", "ours"] + here[2:]
             runs = {}
             for server in order:
                 print(f"== round {r + 1}/{ROUNDS}: {key}/{server}", file=sys.stderr, flush=True)
@@ -240,29 +257,45 @@ def compare():
             rounds[key].append(runs)
     summary = {}
     for key, runs in rounds.items():
+        here = [server for server in servers if server in runs[0]]
+        http = not key.startswith("stdio")
+
+        def ours_over(peer, field):
+            return stats([run["ours"][field] / run[peer][field] for run in runs])
+
         summary[key] = {
             "ratios": {
                 server: {
                     "throughput": stats([run[server]["throughput"] / run["rmcp"]["throughput"] for run in runs]),
                     "p99": stats([run[server]["p99_us"] / run["rmcp"]["p99_us"] for run in runs]),
                 }
-                for server in servers if server != "rmcp"
+                for server in here if server != "rmcp"
             },
             "ours_vs_python": stats([run["ours"]["throughput"] / run["python"]["throughput"] for run in runs]),
+            # Ours against each MCP server and the floor, paired per round:
+            # throughput (≥ 1 is ahead) and, over HTTP, server CPU per call
+            # (≤ 1 is ahead).
+            "ours_vs": {
+                peer: {"throughput": ours_over(peer, "throughput"),
+                       **({"cpu": ours_over(peer, "cpu_us_per_call")} if http else {})}
+                for peer in [*PEERS, "floor"] if peer in here
+            },
             "absolute": {
                 server: {k: statistics.median(run[server][k] for run in runs)
                          for k in ("throughput", "p50_us", "p99_us")}
-                for server in servers
+                for server in here
             },
-            "errors": sum(run[s]["errors"] for run in runs for s in servers),
+            "errors": sum(run[s]["errors"] for run in runs for s in here),
         }
-        if not key.startswith("stdio"):
-            for server in servers:
+        if http:
+            for server in here:
                 summary[key]["absolute"][server]["cpu_us_per_call"] = statistics.median(
                     run[server]["cpu_us_per_call"] for run in runs)
+        peers = [peer for peer in PEERS if peer in here]
+        summary[key]["best_peer"] = max(peers, key=lambda peer: summary[key]["absolute"][peer]["throughput"])
     result = {"quick": common.QUICK, "rounds": ROUNDS, "calls": CALLS, "versions": common.versions(),
-              **common.provenance(), "before_label": os.environ.get("OURS_BEFORE_LABEL"), "summary": summary,
-              "runs": rounds}
+              **common.provenance(), "load_average": load_average(), "before_label": os.environ.get("OURS_BEFORE_LABEL"),
+              "summary": summary, "runs": rounds}
     (common.ROOT / "bench" / "mcp.json").write_text(json.dumps(result, indent=2) + "\n")
     common.write_plots()
     print("\n".join(render(result)))
@@ -315,19 +348,38 @@ def render(m):
     """The BENCHMARKS.md section for bench/mcp.json."""
     lines = ["## `tools/call` over MCP, paired", "",
              f"Generated by `scripts/bench.sh mcp` (bench/mcp_rounds.py → bench/mcp.json): {m['rounds']} rounds. The same",
-             "echo tool served by `ours mcp` (`#[tool_service]`), by rmcp 3.11 with its own `#[tool]` macros and",
-             "`StreamableHttpService` at its defaults but without sessions, as ours serves (the baseline: rmcp",
-             "at its best) and by the Python MCP SDK's `MCPServer`, all driven by one Rust load generator",
-             "(`mcp_loadgen`: one keep-alive connection per caller, which keeps the session a server gives;",
-             "every answer checked). `ours-before`, when shown, is `OURS_BEFORE`: " + (m.get("before_label") or "another build") + ". Each round runs ours and rmcp",
-             "back to back in alternating order, rmcp a second time (`rmcp-again`, the noise floor) and Python;",
-             "each ratio pairs runs of one round. Goals: throughput ≥ 1.0× rmcp and p99 ≤ 1.1× over HTTP at 1 and 64 in flight (within the noise floor on stdio), ≥ 20× Python.", "",
-             "| transport, in flight | server | throughput ÷ rmcp: min / **median** / max | p99 ÷ rmcp |",
+             "echo tool served by `ours mcp` (`#[tool_service]`); by rmcp 3.11 with its own `#[tool]` macros and",
+             "`StreamableHttpService` at its defaults but without sessions, as ours serves (the baseline of the",
+             "first table); by mark3labs/mcp-go v1.2.1 (`WithStateLess(true)`) and by the official Go SDK v1.8.0",
+             "(`Stateless`, `JSONResponse`), each as its documentation serves a tool (bench/go); by `floor`, a bare",
+             "Go `net/http` handler that decodes the request and encodes the answer as JSON with no MCP library",
+             "and no checks (what HTTP and JSON alone cost); and by the Python MCP SDK's `MCPServer`. One Rust load",
+             "generator drives them all (`mcp_loadgen`: one keep-alive connection per caller, which keeps the",
+             "session a server gives; every answer checked). The Go servers and the floor are measured over HTTP",
+             "only. `ours-before`, when shown, is `OURS_BEFORE`: " + (m.get("before_label") or "another build") + ". Each round runs ours and rmcp",
+             "back to back in alternating order, rmcp a second time (`rmcp-again`, the noise floor), then the others;",
+             "each ratio pairs runs of one round."
+             + (f" Load average (1, 5, 15 min) at the end: {', '.join(map(str, m['load_average']))}." if m.get("load_average") else ""), "",
+             "Goals: throughput ≥ 1.0× the best MCP peer at 1 and 64 in flight and per call, server CPU per call",
+             "≤ the best peer's, stdio not slower than rmcp's. Ours ÷ each server, paired per round",
+             "(throughput: above 1 is ours ahead; CPU per call: below 1 is ours ahead):", "",
+             "| transport, in flight | against | throughput: min / **median** / max | server CPU per call |",
              "|---|---|---|---|"]
 
     def cell(s, digits=2):
         return f"{s['min']:.{digits}f} / **{s['median']:.{digits}f}** / {s['max']:.{digits}f}"
 
+    for key, s in m["summary"].items():
+        for peer, ratios in s.get("ours_vs", {}).items():
+            best = " (fastest peer)" if peer == s.get("best_peer") else ""
+            cpu = cell(ratios["cpu"]) if "cpu" in ratios else "–"
+            lines.append(f"| {key} | {peer}{best} | {cell(ratios['throughput'])} | {cpu} |")
+        noise = s["ratios"].get("rmcp-again")
+        if noise:
+            lines.append(f"| {key} | noise floor (rmcp-again ÷ rmcp) | {cell(noise['throughput'])} | |")
+    lines += ["", "Each server ÷ rmcp:", "",
+              "| transport, in flight | server | throughput ÷ rmcp: min / **median** / max | p99 ÷ rmcp |",
+              "|---|---|---|---|"]
     for key, s in m["summary"].items():
         for server, ratios in s["ratios"].items():
             if server == "python":

@@ -666,7 +666,8 @@ def mcp_servers(m):
 
 def mcp_label(m, server):
     return {"ours": "ours (mcp)", "rmcp": "rmcp, #[tool] macros", "rmcp-again": "rmcp, second run (noise floor)",
-            "python": "Python MCP SDK", "ours-before": before_label(m)}.get(server, server)
+            "python": "Python MCP SDK", "ours-before": before_label(m), "mcp-go": "mark3labs/mcp-go v1.2.1",
+            "go-sdk": "official Go SDK v1.8.0", "floor": "floor: Go net/http + JSON, no MCP"}.get(server, server)
 
 
 def mcp_what(m):

@@ -8,8 +8,10 @@
 #                                 the same loop over Pulsar's Java client
 #                                 (bench/paired.py, bench/java/EchoLoop.java)
 #   scripts/bench.sh mcp          only `tools/call` over MCP: ours against
-#                                 rmcp's own macros and the Python SDK
-#                                 (bench/mcp_rounds.py; no broker needed)
+#                                 rmcp's own macros, mark3labs/mcp-go, the
+#                                 official Go SDK, a bare HTTP floor and the
+#                                 Python SDK (bench/mcp_rounds.py, bench/go;
+#                                 no broker needed)
 #   scripts/bench.sh frames       what `serve` writes to the broker per
 #                                 request, with and without response
 #                                 batching (bench/frames.py, strace)
@@ -40,9 +42,17 @@ if [ "${1:-}" = instructions ]; then
   shift
   exec python3 bench/instructions.py "$@"
 fi
+# The Go peers of the MCP benchmark (bench/go), as Go modules through the
+# Go proxy, beside the release binaries.
+build_go_peers() {
+  local out
+  out="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/"
+  (cd bench/go && go build -mod=readonly -trimpath -o "$out" ./...)
+}
 if [ "${1:-}" = mcp ]; then
   PYTHON="$(scripts/python-peer.sh)"
   cargo build --release --locked -p tool-service-bench --bins
+  build_go_peers
   exec "$PYTHON" bench/mcp_rounds.py
 fi
 source scripts/broker-env.sh
@@ -50,6 +60,7 @@ PYTHON="$(scripts/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
 # `ours` with the otel feature, beside it.
 cargo build --release --locked -p tool-service-bench --features otel --bin ours_traced
+build_go_peers
 # paired.py's `java` variant: the echo loop over Pulsar's own Java client,
 # compiled against the jars of the broker's distribution (no download).
 PULSAR_LIB="${PULSAR_CACHE:-$HOME/.cache/tool-service/pulsar-${PULSAR_VERSION:-4.2.4}}/lib"

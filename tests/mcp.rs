@@ -960,3 +960,103 @@ async fn a_refusal_before_the_body_is_read_says_the_connection_closes_and_an_ans
         "{answered}"
     );
 }
+
+/// The status, `Content-Type` and JSON-RPC answer of an HTTP response.
+fn status_type_answer(response: &str) -> (String, String, Option<Value>) {
+    let status = response.lines().next().unwrap_or_default().to_owned();
+    let content_type = response
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let has_body = !response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .trim()
+        .is_empty();
+    (
+        status,
+        content_type,
+        has_body.then(|| answer_of(response)),
+    )
+}
+
+#[tokio::test]
+async fn the_requests_answered_directly_get_the_answers_rmcp_gives() {
+    let registry = Arc::new(Registry::collect().unwrap());
+    let server = McpServer::new(registry, McpOptions::default()).unwrap();
+    let address = serve_http_on_any_port(server, Default::default()).await;
+    let initialize = |version: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+    };
+    let call = |id: Value, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let with_version = |version: &str| format!("MCP-Protocol-Version: {version}\r\n");
+    let mut cases = vec![
+        (String::new(), initialize("2025-11-25")),
+        (String::new(), initialize("2025-06-18")),
+        (String::new(), initialize("2025-03-26")),
+        (String::new(), initialize("2024-11-05")),
+        (String::new(), initialize("2031-01-01")),
+        (with_version("2025-06-18"), initialize("2025-06-18")),
+        (
+            String::new(),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ),
+        (
+            WIRE_2025.to_owned(),
+            json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}),
+        ),
+        (
+            String::new(),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        ),
+    ];
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        cases.push((
+            with_version(version),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}),
+        ));
+    }
+    for (id, name, arguments) in [
+        (json!(5), "tell-pun", json!({"topic": "cats"})),
+        (json!("a-string-id"), "tell-pun", json!({"topic": "dogs", "count": 2})),
+        (json!(6), "whoami", json!({})),
+        (json!(7), "numbers", json!({"n": 3})),
+        (json!(8), "nothing", json!({})),
+        (json!(9), "fail", json!({})),
+        (json!(10), "tell-pun", json!({})),
+        (json!(11), "tell-pun", json!({"topic": 7})),
+        (json!(12), "no-such-tool", json!({})),
+        (json!(9_007_199_254_740_993_i64), "web-search", json!({"query": "q"})),
+    ] {
+        cases.push((WIRE_2025.to_owned(), call(id, name, arguments)));
+    }
+    for (headers, body) in cases {
+        let method = body["method"].as_str().unwrap().to_owned();
+        let direct = status_type_answer(&http_post(address, &headers, &body).await);
+        // `Mcp-Method` sends a request rmcp's way (it checks the header
+        // against the body).
+        let rmcps = format!("{headers}Mcp-Method: {method}\r\n");
+        let rmcp = status_type_answer(&http_post(address, &rmcps, &body).await);
+        assert_eq!(direct.0, rmcp.0, "the status of {body}");
+        assert_eq!(direct.2, rmcp.2, "the answer to {body}");
+        if body.get("id").is_some() {
+            assert_eq!(direct.1, "application/json", "{body}");
+            assert_eq!(rmcp.1, "text/event-stream", "{body}");
+        } else {
+            assert_eq!(direct.0, "HTTP/1.1 202 Accepted", "{body}");
+        }
+    }
+}

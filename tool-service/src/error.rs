@@ -71,10 +71,23 @@ impl ToolError {
     pub const SEND_FAILED: &'static str = "send-failed";
     /// The handler takes a `#[state]` value the registry was not given.
     pub const MISSING_STATE: &'static str = "missing-state";
-    /// An in-process [`Caller`](crate::Caller) whose scopes lack one the
-    /// tool's service needs ([`Registry::call_tool_as`](crate::Registry::call_tool_as));
-    /// over MCP the port answers such a call `403 insufficient_scope`.
+    /// A caller whose scopes lack one the tool's service needs: in process
+    /// ([`Registry::call_tool_as`](crate::Registry::call_tool_as)), and over
+    /// MCP at the call (the port answers most such calls
+    /// `403 insufficient_scope` before they reach it).
     pub const INSUFFICIENT_SCOPE: &'static str = "insufficient-scope";
+
+    /// The refusal of a call whose caller's token lacks `missing`, scopes
+    /// `tool` needs: one sentence wherever a call is checked.
+    pub(crate) fn insufficient_scope(tool: &str, missing: &[&str]) -> Self {
+        Self::with_type(
+            Self::INSUFFICIENT_SCOPE,
+            format!(
+                "the caller's token lacks the scope {}, which the tool {tool} needs",
+                missing.join(" and ")
+            ),
+        )
+    }
 
     /// An error of the default type `tool-service-error`.
     ///

@@ -420,12 +420,8 @@ impl Registry {
             .map_err(|unknown| crate::error::ToolError::new(unknown.to_string()))?;
         let missing = caller.missing(service.scopes());
         if !missing.is_empty() {
-            return Err(crate::error::ToolError::with_type(
-                crate::error::ToolError::INSUFFICIENT_SCOPE,
-                format!(
-                    "the caller's token lacks the scope {}, which the tool {name} needs",
-                    missing.join(" and ")
-                ),
+            return Err(crate::error::ToolError::insufficient_scope(
+                name, &missing,
             ));
         }
         let frames =

@@ -1,6 +1,7 @@
-//! MCP over Streamable HTTP at `/mcp`: rmcp's `StreamableHttpService` on
-//! hyper, behind a bearer-token check, with the DNS-rebinding guard (allowed
-//! `Host` and `Origin` values) and a drain on shutdown.
+//! MCP over Streamable HTTP at `/mcp` on hyper, behind a bearer-token
+//! check, with the DNS-rebinding guard (allowed `Host` and `Origin` values)
+//! and a drain on shutdown: the common requests answered directly
+//! (`direct`), every other by rmcp's `StreamableHttpService`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -318,6 +319,7 @@ pub async fn serve_http(
     // One for every connection and request: rmcp's service is answered by
     // reference, so no request copies its configuration.
     let endpoint = Arc::new(Endpoint {
+        server: server.clone(),
         mcp,
         auth,
         token: options.token.clone(),
@@ -463,6 +465,8 @@ async fn accept_until<T>(
 /// What every HTTP request meets first: the `Host`, the path, the token;
 /// then rmcp.
 struct Endpoint {
+    /// The tools, for the requests answered directly.
+    server: McpServer,
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
     /// OAuth, when on (it then checks the static token too).
     auth: Option<Arc<super::auth::Authorizer>>,
@@ -599,16 +603,11 @@ impl Endpoint {
         self: Arc<Self>,
         request: hyper::Request<Incoming>,
         answering: Answering,
-    ) -> Result<hyper::Response<Body>, Infallible> {
+    ) -> Result<hyper::Response<Sending>, Infallible> {
         let response = self.respond(request).await;
-        // The connection is answering until the response's body has been
-        // sent (or dropped, when its client goes away).
-        Ok(response.map(|body| {
-            body.map_frame(move |frame| {
-                let _answering = &answering;
-                frame
-            })
-            .boxed()
+        Ok(response.map(|body| Sending {
+            body,
+            _answering: answering,
         }))
     }
 
@@ -701,10 +700,23 @@ impl Endpoint {
             }
         };
         let mut parts = parts;
-        if let (Some(auth), Some(caller)) = (&self.auth, caller) {
-            if let Err(refusal) = auth.check_call(&caller, &body) {
+        // Read once: the requests most calls are made of are answered here.
+        let direct = super::direct::Direct::read(&parts, &body);
+        if let (Some(auth), Some(caller)) = (&self.auth, &caller) {
+            // A call whose token lacks the tool's scopes is answered 403 with
+            // the challenge that names them (the call itself checks them too).
+            let checked = match &direct {
+                Some(direct) => direct.tool().map_or(Ok(()), |tool| auth.check_tool(caller, tool)),
+                None => auth.check_call(caller, &body),
+            };
+            if let Err(refusal) = checked {
                 return auth.refuse(refusal);
             }
+        }
+        if let Some(direct) = direct {
+            return direct.answer(&self.server, caller.as_ref()).await;
+        }
+        if let Some(caller) = caller {
             // The token stops here: rmcp and the handler see the caller.
             parts.headers.remove(hyper::header::AUTHORIZATION);
             parts.extensions.insert(caller);
@@ -717,6 +729,34 @@ impl Endpoint {
             *response.status_mut() = hyper::StatusCode::NO_CONTENT;
         }
         response
+    }
+}
+
+/// A response's body, the connection answering until it has been sent (or
+/// dropped, when its client goes away); its length known when it is (a
+/// whole answer goes out with `Content-Length`, not in chunks).
+struct Sending {
+    body: Body,
+    _answering: Answering,
+}
+
+impl hyper::body::Body for Sending {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

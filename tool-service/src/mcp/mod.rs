@@ -65,11 +65,13 @@ mod auth;
 #[cfg(feature = "cli")]
 pub(crate) mod client;
 mod connections;
+mod direct;
 mod http;
 mod stdio;
 mod tls;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -453,6 +455,14 @@ impl McpServer {
             crate::host::refused(&tool.metrics, span, &refusal);
             failure(refusal.message())
         };
+        // Every scope the tool needs, checked at the call whatever read the
+        // request before it (the port answers most such calls 403 first).
+        if let Some(caller) = caller {
+            let missing = caller.missing(&tool.tool.name);
+            if !missing.is_empty() {
+                return refuse(ToolError::insufficient_scope(&tool.tool.name, &missing));
+            }
+        }
         let admitted = match host.admit(hosted, bytes, OverBudget::Refuse) {
             Ok(admitted) => admitted,
             Err(refusal) => return refuse(refusal),
@@ -661,17 +671,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // A caller whose token lacks a tool's scopes is not shown the tool.
-        let caller = caller_of(&context);
-        let version = revision_of(&context);
-        let result = ListToolsResult::with_all_items(
-            self.inner
-                .tools
-                .iter()
-                .filter(|tool| caller.is_none_or(|caller| caller.may_call(&tool.tool.name)))
-                .map(|tool| as_revision(&tool.tool, version.as_ref()))
-                .collect(),
-        );
+        let result = self.list(caller_of(&context), revision_of(&context).as_ref());
         Ok(match cache_hints(&context) {
             Some((ttl, scope)) => result.with_ttl_ms(ttl).with_cache_scope(scope),
             None => result,
@@ -699,37 +699,83 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(tool) = self.find(&request.name) else {
-            tracing::debug!(
-                tool = %Untrusted::id(&request.name),
-                "a call of a tool this server does not have; answered with the tools it has"
-            );
-            return Err(unknown_tool(&request.name, &self.inner.tools));
-        };
         let id = context.id.to_string();
-        // The caller's trace context, if any, is in the request's `_meta`.
-        let span = crate::trace::mcp_request(tool.service, &request.name, &id, |key| {
-            context.meta.0 .0.get(key).and_then(Value::as_str)
-        });
         let progress = context.meta.get_progress_token().map(|token| Progress {
             peer: context.peer.clone(),
             token,
         });
-        let arguments = request.arguments.unwrap_or_default();
-        // On the heap: rmcp moves the handler's future a few times, and
-        // spawns it inside the request's own; this keeps those moves small.
-        let call = Box::pin(self.call(tool, &id, arguments, progress, caller_of(&context), &span));
+        let call = self.call_named(request, &id, &context.meta, progress, caller_of(&context));
         // A call the client cancels (`notifications/cancelled`; over HTTP
         // also by going away, which rmcp turns into the same) drops the
         // handler's future, as a timeout does. The call first: one that is
         // ready at once (most are) never registers with the token.
         tokio::select! {
             biased;
-            result = span.clone().instrument(call) => Ok(traced(result, &span).into()),
+            result = call => result.map(Into::into),
             () = context.ct.cancelled() => {
-                span.in_scope(|| tracing::debug!("cancelled by the client"));
+                tracing::debug!(request_id = %Untrusted::id(&id), "a call cancelled by the client");
                 Err(ErrorData::internal_error("the call was cancelled", None))
             }
+        }
+    }
+}
+
+impl McpServer {
+    /// The tools a caller may call, as a protocol revision has them: a
+    /// caller whose token lacks a tool's scopes is not shown the tool.
+    fn list(
+        &self,
+        caller: Option<&auth::Caller>,
+        version: Option<&ProtocolVersion>,
+    ) -> ListToolsResult {
+        ListToolsResult::with_all_items(
+            self.inner
+                .tools
+                .iter()
+                .filter(|tool| caller.is_none_or(|caller| caller.may_call(&tool.tool.name)))
+                .map(|tool| as_revision(&tool.tool, version))
+                .collect(),
+        )
+    }
+
+    /// Answers `tools/call` with request id `id`: the named tool called
+    /// with the arguments, its span's parent from the request's `_meta`.
+    ///
+    /// # Errors
+    /// The JSON-RPC error for a tool this server does not have.
+    fn call_named<'a>(
+        &'a self,
+        request: CallToolRequestParams,
+        id: &'a str,
+        meta: &rmcp::model::RequestMetaObject,
+        progress: Option<Progress>,
+        caller: Option<&'a auth::Caller>,
+    ) -> impl Future<Output = Result<CallToolResult, ErrorData>> + Send + 'a {
+        let found = match self.find(&request.name) {
+            Some(tool) => Ok((
+                tool,
+                // The caller's trace context, if any, is in the `_meta`.
+                crate::trace::mcp_request(tool.service, &request.name, id, |key| {
+                    meta.0 .0.get(key).and_then(Value::as_str)
+                }),
+            )),
+            None => {
+                tracing::debug!(
+                    tool = %Untrusted::id(&request.name),
+                    "a call of a tool this server does not have; answered with the tools it has"
+                );
+                Err(unknown_tool(&request.name, &self.inner.tools))
+            }
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        async move {
+            let (tool, span) = found?;
+            // On the heap: rmcp moves the handler's future a few times, and
+            // spawns it inside the request's own; this keeps those moves
+            // small.
+            let call = Box::pin(self.call(tool, id, arguments, progress, caller, &span));
+            let result = span.clone().instrument(call).await;
+            Ok(traced(result, &span))
         }
     }
 }
@@ -767,6 +813,52 @@ mod tests {
     #[crate::tool_service(topic = "mcp-tests-stateful")]
     async fn shared_number(#[state] number: &u16) -> u16 {
         *number
+    }
+
+    static CLOSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// Closes a ticket.
+    #[crate::tool_service(topic = "mcp-tests-close", scopes = ["tickets:write"])]
+    async fn close_ticket() -> &'static str {
+        CLOSED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        "closed"
+    }
+
+    /// A call that reaches the server, whatever checked the request before
+    /// (the port's early 403, or nothing at all), is refused when the
+    /// caller's token lacks a scope the tool needs, and its handler never
+    /// runs.
+    #[tokio::test]
+    async fn scopes_are_checked_at_the_call_itself() {
+        let registry = Arc::new(Registry::collect().unwrap());
+        let mut options = McpOptions::default();
+        options.host.only = vec![String::from("mcp-tests-close-service")];
+        let server = McpServer::new(registry, options).unwrap();
+        let required = server.required_scopes(&HashMap::new()).unwrap();
+        assert_eq!(required["close-ticket"], ["tickets:write"]);
+        let call = |caller: auth::Caller| {
+            let server = server.clone();
+            async move {
+                let request = CallToolRequestParams::new("close-ticket");
+                let meta = rmcp::model::RequestMetaObject::default();
+                server
+                    .call_named(request, "7", &meta, None, Some(&caller))
+                    .await
+                    .unwrap()
+            }
+        };
+        let reader = auth::Caller::for_tests(&["tickets:read"], required.clone());
+        let refused = call(reader).await;
+        assert_eq!(refused.is_error, Some(true));
+        assert_eq!(
+            serde_json::to_value(&refused.content).unwrap()[0]["text"],
+            "the caller's token lacks the scope tickets:write, which the tool close-ticket needs"
+        );
+        assert_eq!(CLOSED.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let writer = auth::Caller::for_tests(&["tickets:read", "tickets:write"], required);
+        let closed = call(writer).await;
+        assert_eq!(closed.is_error, Some(false), "{closed:?}");
+        assert_eq!(CLOSED.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -235,8 +235,18 @@ impl Caller {
         self.missing(tool).is_empty()
     }
 
+    /// A caller granted `scopes`, of a server whose tools need `required`.
+    #[cfg(test)]
+    pub(crate) fn for_tests(scopes: &[&str], required: Required) -> Self {
+        Self {
+            user: Some(String::from("alice")),
+            scopes: Some(scopes.iter().map(|scope| (*scope).to_owned()).collect()),
+            required: Arc::new(required),
+        }
+    }
+
     /// The scopes `tool` needs that this caller lacks.
-    fn missing(&self, tool: &str) -> Vec<&str> {
+    pub(crate) fn missing(&self, tool: &str) -> Vec<&str> {
         let (Some(granted), Some(needed)) = (&self.scopes, self.required.get(tool)) else {
             return Vec::new();
         };
@@ -902,16 +912,16 @@ impl Authorizer {
         let Some(name) = message.params.and_then(|params| params.name) else {
             return Ok(());
         };
-        let missing = caller.missing(&name);
-        if missing.is_empty() {
+        self.check_tool(caller, &name)
+    }
+
+    /// Whether `caller` may call `tool`: every scope it needs granted.
+    pub(crate) fn check_tool(&self, caller: &Caller, tool: &str) -> Result<(), Refusal> {
+        if caller.missing(tool).is_empty() {
             return Ok(());
         }
         // Every scope the tool needs, so that one step-up suffices.
-        let scopes = self
-            .required
-            .get(name.as_ref())
-            .cloned()
-            .unwrap_or_default();
+        let scopes = self.required.get(tool).cloned().unwrap_or_default();
         Err(Refusal {
             reason: Reason::InsufficientScope,
             scopes,
