@@ -981,11 +981,7 @@ fn status_type_answer(response: &str) -> (String, String, Option<Value>) {
         .unwrap_or_default()
         .trim()
         .is_empty();
-    (
-        status,
-        content_type,
-        has_body.then(|| answer_of(response)),
-    )
+    (status, content_type, has_body.then(|| answer_of(response)))
 }
 
 #[tokio::test]
@@ -1031,7 +1027,11 @@ async fn the_requests_answered_directly_get_the_answers_rmcp_gives() {
     }
     for (id, name, arguments) in [
         (json!(5), "tell-pun", json!({"topic": "cats"})),
-        (json!("a-string-id"), "tell-pun", json!({"topic": "dogs", "count": 2})),
+        (
+            json!("a-string-id"),
+            "tell-pun",
+            json!({"topic": "dogs", "count": 2}),
+        ),
         (json!(6), "whoami", json!({})),
         (json!(7), "numbers", json!({"n": 3})),
         (json!(8), "nothing", json!({})),
@@ -1039,7 +1039,11 @@ async fn the_requests_answered_directly_get_the_answers_rmcp_gives() {
         (json!(10), "tell-pun", json!({})),
         (json!(11), "tell-pun", json!({"topic": 7})),
         (json!(12), "no-such-tool", json!({})),
-        (json!(9_007_199_254_740_993_i64), "web-search", json!({"query": "q"})),
+        (
+            json!(9_007_199_254_740_993_i64),
+            "web-search",
+            json!({"query": "q"}),
+        ),
     ] {
         cases.push((WIRE_2025.to_owned(), call(id, name, arguments)));
     }

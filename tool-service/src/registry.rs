@@ -420,9 +420,7 @@ impl Registry {
             .map_err(|unknown| crate::error::ToolError::new(unknown.to_string()))?;
         let missing = caller.missing(service.scopes());
         if !missing.is_empty() {
-            return Err(crate::error::ToolError::insufficient_scope(
-                name, &missing,
-            ));
+            return Err(crate::error::ToolError::insufficient_scope(name, &missing));
         }
         let frames =
             crate::context::with_granted(caller.scopes.clone(), self.call(name, "test", request))

@@ -168,7 +168,11 @@ impl Direct {
 }
 
 impl Request {
-    async fn answer(self, server: &McpServer, caller: Option<&auth::Caller>) -> hyper::Response<Body> {
+    async fn answer(
+        self,
+        server: &McpServer,
+        caller: Option<&auth::Caller>,
+    ) -> hyper::Response<Body> {
         let result = match self.method {
             Method::Ping => Ok(ServerResult::empty(())),
             Method::List => Ok(ServerResult::ListToolsResult(
@@ -318,7 +322,10 @@ mod tests {
         assert_eq!(read_initialize.version, ProtocolVersion::V_2025_06_18);
         assert_eq!(read_initialize.id, RequestId::String("a".into()));
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        assert!(matches!(read(PLAIN, initialized), Some(Direct::Initialized)));
+        assert!(matches!(
+            read(PLAIN, initialized),
+            Some(Direct::Initialized)
+        ));
         let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         assert!(matches!(request(PLAIN, ping).method, Method::Ping));
         let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
@@ -344,7 +351,10 @@ mod tests {
             with(("mcp-name", "echo")),
             with(("mcp-protocol-version", "2026-07-28")),
             with(("mcp-protocol-version", "1999-01-01")),
-            vec![("content-type", "application/json"), ("accept", "application/json")],
+            vec![
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+            ],
             vec![
                 ("content-type", "application/json"),
                 ("accept", "application/json, text/event-stream;q=0"),

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::connections::{Answering, Connections};
 use super::McpServer;
-use crate::log_text::Untrusted;
 
 /// The path MCP is served at.
 pub(super) const MCP_PATH: &str = "/mcp";
@@ -157,13 +156,10 @@ impl HttpOptions {
         self
     }
 
-    /// rmcp's configuration: no sessions, the origins allowed, the body
-    /// limit. The `Host` check is [`Endpoint`]'s, which says how to allow a
-    /// host it refuses.
+    /// rmcp's configuration: no sessions, the body limit. The `Host` and
+    /// `Origin` checks are [`Endpoint`]'s (one guard for every request,
+    /// whichever path answers it), which says how to allow what it refuses.
     fn config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
-        let local_origins = ["localhost", "127.0.0.1", "[::1]"]
-            .iter()
-            .flat_map(|host| [format!("http://{host}:*"), format!("https://{host}:*")]);
         // No per-replica session state, for every protocol revision: each
         // request is answered on its own (a call's progress on its own
         // response stream), so any replica behind a balancer answers it.
@@ -171,7 +167,7 @@ impl HttpOptions {
         // does.
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
-            .with_allowed_origins(local_origins.chain(self.allowed_origins.iter().cloned()))
+            .disable_allowed_origins()
             .with_max_request_body_bytes(self.max_body_bytes)
             .with_cancellation_token(stop.clone())
             .disable_allowed_hosts()
@@ -323,7 +319,7 @@ pub async fn serve_http(
         mcp,
         auth,
         token: options.token.clone(),
-        hosts: AllowedHosts::new(&options.allowed_hosts),
+        guard: super::guard::Guard::new(&options.allowed_hosts, &options.allowed_origins),
         body_timeout: options.body_timeout,
         max_body_bytes: options.max_body_bytes,
         metrics: Arc::clone(server.host().metrics()),
@@ -471,131 +467,11 @@ struct Endpoint {
     /// OAuth, when on (it then checks the static token too).
     auth: Option<Arc<super::auth::Authorizer>>,
     token: Option<String>,
-    hosts: AllowedHosts,
+    /// The DNS-rebinding guard: the `Host` and `Origin` values answered.
+    guard: super::guard::Guard,
     body_timeout: Duration,
     max_body_bytes: usize,
     metrics: Arc<crate::metrics::Metrics>,
-}
-
-/// The `Host` values a server answers: the DNS-rebinding guard. An entry
-/// without a port allows the name on any port; `*` allows every host.
-#[derive(Debug)]
-struct AllowedHosts {
-    any: bool,
-    entries: Vec<(String, Option<u16>)>,
-    /// Refusals are logged at most once per 10 s: a misconfigured
-    /// balancer would otherwise log every request.
-    logged: std::sync::Mutex<crate::metrics::Throttle>,
-}
-
-impl AllowedHosts {
-    fn new(allowed: &[String]) -> Self {
-        Self {
-            any: allowed.iter().any(|host| host.trim() == "*"),
-            entries: allowed
-                .iter()
-                .filter(|host| !host.trim().is_empty())
-                // A bare IPv6 address (`::1`) is a name, not an authority.
-                .map(|host| authority(host).unwrap_or_else(|| (bare(host), None)))
-                .collect(),
-            logged: std::sync::Mutex::new(crate::metrics::Throttle::new(Duration::from_secs(10))),
-        }
-    }
-
-    /// Whether a request with this `Host` is answered.
-    fn allows(&self, host: Option<&str>) -> bool {
-        if self.any {
-            return true;
-        }
-        let Some((name, port)) = host.and_then(split_authority) else {
-            return false;
-        };
-        self.entries.iter().any(|(allowed, allowed_port)| {
-            allowed.eq_ignore_ascii_case(name)
-                && allowed_port.is_none_or(|allowed| port == Some(allowed))
-        })
-    }
-
-    /// The 403 of a refused `Host`, saying how to allow it; logged (at most
-    /// once per 10 s) in the same words.
-    fn refuse(&self, host: Option<&str>) -> hyper::Response<Body> {
-        let text = match host.and_then(authority) {
-            Some((name, _)) => {
-                let name = if name.contains(':') {
-                    format!("[{name}]")
-                } else {
-                    name
-                };
-                format!(
-                    "this MCP server does not answer requests for the host `{}`: to answer them, \
-                     start it with --mcp-allowed-host {} (or TOOL_SERVICE_MCP_ALLOWED_HOST; \
-                     HttpOptions::allow_host in a library; `*` answers any host)\n",
-                    Untrusted::id(host.unwrap_or_default()),
-                    Untrusted::id(&name)
-                )
-            }
-            None => {
-                String::from("this MCP server answers only requests with a valid `Host` header\n")
-            }
-        };
-        let mut logged = self
-            .logged
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(suppressed) = logged.admit(std::time::Instant::now()) {
-            tracing::warn!(suppressed, "{}", text.trim_end());
-        }
-        let mut response = plain(hyper::StatusCode::FORBIDDEN, "");
-        *response.body_mut() = Full::new(Bytes::from(text)).boxed();
-        response
-    }
-}
-
-/// The name (lower case, IPv6 without brackets) and port of a `Host` value
-/// or an allowed host entry.
-fn authority(text: &str) -> Option<(String, Option<u16>)> {
-    let authority = http::uri::Authority::try_from(text.trim()).ok()?;
-    Some((bare(authority.host()), authority.port_u16()))
-}
-
-/// The name (IPv6 without brackets) and port of a `Host` value, without
-/// copying it (every request's is checked): `name`, `name:port`,
-/// `[v6]` or `[v6]:port`; `None` when it is none of these.
-fn split_authority(text: &str) -> Option<(&str, Option<u16>)> {
-    let text = text.trim();
-    let (name, port) = match text.strip_prefix('[') {
-        Some(bracketed) => {
-            let (name, rest) = bracketed.split_once(']')?;
-            match rest {
-                "" => (name, None),
-                _ => (name, Some(rest.strip_prefix(':')?)),
-            }
-        }
-        None => match text.split_once(':') {
-            Some((_, port)) if port.contains(':') => return None,
-            Some((name, port)) => (name, Some(port)),
-            None => (text, None),
-        },
-    };
-    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '@' || c == '/') {
-        return None;
-    }
-    let port = match port {
-        None => None,
-        Some(port) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
-            Some(port.parse().ok()?)
-        }
-        Some(_) => return None,
-    };
-    Some((name, port))
-}
-
-/// A host name as compared: lower case, an IPv6 address without brackets.
-fn bare(name: &str) -> String {
-    name.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
 }
 
 impl Endpoint {
@@ -625,12 +501,8 @@ impl Endpoint {
                 response
             }
         };
-        let host = request
-            .headers()
-            .get(hyper::header::HOST)
-            .and_then(|value| value.to_str().ok());
-        if !self.hosts.allows(host) {
-            return before_body(self.hosts.refuse(host));
+        if let Err(refused) = self.guard.check(request.headers()) {
+            return before_body(refused);
         }
         let path = request.uri().path();
         if let Some(auth) = &self.auth {
@@ -706,7 +578,9 @@ impl Endpoint {
             // A call whose token lacks the tool's scopes is answered 403 with
             // the challenge that names them (the call itself checks them too).
             let checked = match &direct {
-                Some(direct) => direct.tool().map_or(Ok(()), |tool| auth.check_tool(caller, tool)),
+                Some(direct) => direct
+                    .tool()
+                    .map_or(Ok(()), |tool| auth.check_tool(caller, tool)),
                 None => auth.check_call(caller, &body),
             };
             if let Err(refusal) = checked {
@@ -835,50 +709,6 @@ mod tests {
             headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
             assert_eq!(authorized(&headers, "s3cret"), ok, "{value}");
         }
-    }
-
-    #[test]
-    fn hosts_are_allowed_by_name_or_by_name_and_port() {
-        let hosts =
-            AllowedHosts::new(&["localhost".into(), "::1".into(), "joke-tools:8900".into()]);
-        for (host, allowed) in [
-            (Some("localhost"), true),
-            (Some("LocalHost:8900"), true),
-            (Some("[::1]:8900"), true),
-            (Some("joke-tools:8900"), true),
-            (Some("joke-tools:8901"), false),
-            (Some("joke-tools"), false),
-            (Some("evil.example"), false),
-            (Some("local host"), false),
-            (Some("::1"), false),
-            (Some("[::1"), false),
-            (Some("[::1]8900"), false),
-            (Some("localhost:"), false),
-            (Some("localhost:99999"), false),
-            (Some("localhost:+1"), false),
-            (Some("user@localhost"), false),
-            (Some(""), false),
-            (None, false),
-        ] {
-            assert_eq!(hosts.allows(host), allowed, "{host:?}");
-        }
-        assert!(AllowedHosts::new(&["*".into()]).allows(Some("anything:1")));
-        assert!(!AllowedHosts::new(&[]).allows(Some("localhost")));
-    }
-
-    #[tokio::test]
-    async fn a_refused_host_is_told_how_to_allow_it() {
-        let hosts = AllowedHosts::new(&["localhost".into()]);
-        let response = hosts.refuse(Some("joke-tools:8900"));
-        assert_eq!(response.status(), hyper::StatusCode::FORBIDDEN);
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        assert_eq!(
-            std::str::from_utf8(&body).unwrap(),
-            "this MCP server does not answer requests for the host `joke-tools:8900`: to \
-             answer them, start it with --mcp-allowed-host joke-tools (or \
-             TOOL_SERVICE_MCP_ALLOWED_HOST; HttpOptions::allow_host in a library; `*` answers \
-             any host)\n"
-        );
     }
 
     #[test]

@@ -66,6 +66,7 @@ mod auth;
 pub(crate) mod client;
 mod connections;
 mod direct;
+mod guard;
 mod http;
 mod stdio;
 mod tls;
