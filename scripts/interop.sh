@@ -16,7 +16,13 @@ scripts/balancers.sh >/dev/null
 cargo build --examples --locked
 export TOOL_SERVICE_EXAMPLES="${CARGO_TARGET_DIR:-$PWD/target}/debug/examples"
 echo "==> interop suite (TrustGraph $("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trustgraph-base"))'))" >&2
-"$PYTHON" -m pytest interop -q -p no:cacheprovider "$@"
+"$PYTHON" -m pytest interop -q -p no:cacheprovider \
+  --ignore=interop/test_mcp_oauth.py --ignore=interop/test_dashboard.py "$@"
+# Without conftest, whose replicas would serve these tests' topics too: MCP
+# authorization, and the dashboard on a real Prometheus.
+echo "==> MCP authorization, and the dashboard on a real Prometheus" >&2
+"$PYTHON" -m pytest interop/test_mcp_oauth.py interop/test_dashboard.py -q -p no:cacheprovider \
+  --noconftest "$@" || [ $? -eq 5 ]
 PYTHON27="$(TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh)"
 echo "==> TrustGraph 2.7.15's stock agent over Pulsar" >&2
 # Exit status 5: the arguments selected none of these tests.
