@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --example conformance -- mcp --listen 127.0.0.1:8900
-//! scripts/mcp-conformance.sh server --url http://127.0.0.1:8900/mcp --scenario tools-call-with-progress
+//! scripts/install/mcp-conformance.sh server --url http://127.0.0.1:8900/mcp --scenario tools-call-with-progress
 //! ```
 
 use std::time::Duration;

@@ -26,7 +26,7 @@ Then:
 - what `mcp --schema-flavor …` serves is what `check-schemas` checked;
 - the MCP guide's table of paths and flavours is what this run found.
 
-Run with the environment scripts/python-providers.sh prints, after
+Run with the environment scripts/install/python-providers.sh prints, after
 `cargo build --examples`, with TOOL_SERVICE_EXAMPLES naming the examples'
 directory (target/debug/examples by default).
 """

@@ -1,5 +1,5 @@
 """The interop harness (../interop), run against TrustGraph 2.7.15 in its own
-Python environment (`TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh`)."""
+Python environment (`TRUSTGRAPH_VERSION=2.7.15 scripts/install/python-peer.sh`)."""
 
 import pathlib
 import sys

@@ -8,7 +8,7 @@ descriptors write; a failing call is an observation (ReAct) or ends the
 request with an `agent-error` quoting our message (`plan-then-execute`).
 
 Run by scripts/interop.sh, in its own environment:
-`TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh` makes it.
+`TRUSTGRAPH_VERSION=2.7.15 scripts/install/python-peer.sh` makes it.
 """
 
 import pytest

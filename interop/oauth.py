@@ -1,5 +1,5 @@
 """Shared by the MCP authorization tests: a real authorization server
-(oidc-provider, through scripts/oauth-issuer.sh and interop/oauth_issuer.mjs),
+(oidc-provider, through scripts/install/oauth-issuer.sh and interop/oauth_issuer.mjs),
 tokens asked of it directly, forged tokens, and an MCP session signed in by
 the Python MCP SDK's own client credentials provider."""
 
@@ -64,7 +64,7 @@ class Issuer:
     def __init__(self, port=None):
         started = time.monotonic()
         self.process = subprocess.Popen(
-            [str(ROOT / "scripts" / "oauth-issuer.sh"), *([str(port)] if port else [])],
+            [str(ROOT / "scripts" / "install" / "oauth-issuer.sh"), *([str(port)] if port else [])],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

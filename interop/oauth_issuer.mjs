@@ -1,7 +1,7 @@
 // A real OAuth 2.1 authorization server for the MCP authorization tests:
 // oidc-provider (OpenID certified) with the client credentials grant,
 // resource indicators (RFC 8707) and token introspection (RFC 7662), on
-// 127.0.0.1. Run through scripts/oauth-issuer.sh.
+// 127.0.0.1. Run through scripts/install/oauth-issuer.sh.
 //   node oauth_issuer.mjs [PORT]       (or OAUTH_ISSUER_PORT; 0: a free port)
 // When listening it prints one JSON line on stdout:
 //   {"issuer": "http://127.0.0.1:PORT", "admin": "http://127.0.0.1:ADMINPORT"}

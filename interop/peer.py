@@ -258,13 +258,13 @@ async def mcp_stdio(example, body, *args):
             return await body(session)
 
 
-# Load balancers in front of MCP replicas (scripts/balancers.sh installs
+# Load balancers in front of MCP replicas (scripts/install/balancers.sh installs
 # them): nginx per request, HAProxy per connection.
 
 def executable(name):
     found = shutil.which(name) or shutil.which(f"/usr/sbin/{name}")
     if found is None:
-        raise AssertionError(f"{name} is missing: run scripts/balancers.sh, which installs nginx-light and haproxy")
+        raise AssertionError(f"{name} is missing: run scripts/install/balancers.sh, which installs nginx-light and haproxy")
     return found
 
 

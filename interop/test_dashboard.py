@@ -1,5 +1,5 @@
 """deploy/grafana-dashboard.json and deploy/prometheus-alerts.yml against a
-real Prometheus (Debian's, installed by scripts/prometheus.sh): it scrapes
+real Prometheus (Debian's, installed by scripts/install/prometheus.sh): it scrapes
 the echo example serving Pulsar and MCP every second while a short mixed
 load runs (results, invalid arguments, timeouts, rate-limited calls and an
 oversized response, over both transports); then every panel's query, with

@@ -367,7 +367,7 @@ def test_the_conformance_suite_passes_except_its_baseline(wire, passing):
     with McpHttp("conformance") as server:
         suite = subprocess.run(
             [
-                str(ROOT / "scripts" / "mcp-conformance.sh"),
+                str(ROOT / "scripts" / "install" / "mcp-conformance.sh"),
                 "server",
                 "--url",
                 server.url,

@@ -372,7 +372,7 @@ def test_a_flood_of_unknown_key_ids_does_not_flood_the_issuer(issuer):
 def ts_oauth_client(url, client_id, plan, **options):
     done = subprocess.run(
         [
-            str(ROOT / "scripts" / "mcp-ts-client.sh"),
+            str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"),
             "oauth",
             url,
             client_id,

@@ -5,7 +5,7 @@ request, as an ingress balances) and behind HAProxy (TCP, a replica drawn
 at random per connection, as a Kubernetes Service's kube-proxy balances). TrustGraph's pattern (a
 session per call), one long session, and progress notifications: every
 call answered, and both replicas serve. The balancers come from
-scripts/balancers.sh."""
+scripts/install/balancers.sh."""
 
 import pytest
 

@@ -3,7 +3,7 @@
 Streamable HTTP and stdio: listing, text and structured results (the SDK
 checks structured content against the tool's declared outputSchema),
 progress notifications, tool errors and protocol errors. Through
-scripts/mcp-ts-client.sh, which runs interop/ts_client.mjs on Node 22."""
+scripts/install/mcp-ts-client.sh, which runs interop/ts_client.mjs on Node 22."""
 
 import json
 import re
@@ -16,7 +16,7 @@ JOKE = "Here's a pun for you:\n\nI'd tell you a UDP joke, but you might not get 
 
 def ts_client(mode, target, plan):
     done = subprocess.run(
-        [str(ROOT / "scripts" / "mcp-ts-client.sh"), mode, target, json.dumps(plan)],
+        [str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"), mode, target, json.dumps(plan)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -159,7 +159,7 @@ def test_every_examples_input_schemas_compile_in_ajv_and_ajv2020():
             for tool in json.loads(run.stdout)["tools"]:
                 schemas.append({"name": f"{example} {tool['name']} ({flavor})",
                                 "schema": tool["input_schema"]})
-    done = subprocess.run([str(ROOT / "scripts" / "mcp-ts-client.sh"), "ajv"],
+    done = subprocess.run([str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"), "ajv"],
                           input=json.dumps(schemas), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout.strip().splitlines()[-1])

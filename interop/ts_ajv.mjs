@@ -4,7 +4,7 @@
 // formats and keywords allowed. Reads a JSON list of {name, schema} on
 // standard input; prints a JSON list of {name, sdk, ajv, ajv2020}, each
 // `null` when the schema compiled or the error's message. Through
-// scripts/mcp-ts-client.sh ajv.
+// scripts/install/mcp-ts-client.sh ajv.
 import { createRequire } from "node:module";
 
 const require = createRequire(`${process.env.TS_SDK_DIR}/package.json`);

@@ -1,7 +1,7 @@
 // The official TypeScript MCP SDK's client (what most MCP hosts are built
 // on) against one of our servers: lists the tools, then runs each step of a
 // plan, and prints what it got as one JSON line. Run by test_ts_client.py
-// through scripts/mcp-ts-client.sh.
+// through scripts/install/mcp-ts-client.sh.
 //   node ts_client.mjs http URL PLAN
 //   node ts_client.mjs stdio BINARY PLAN
 // PLAN: a JSON list of {"tool", "arguments", "progress"}.

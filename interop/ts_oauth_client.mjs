@@ -3,7 +3,7 @@
 // client_secret_basic): from the server's 401 it finds the protected
 // resource metadata, then the authorization server's metadata, gets a token
 // and retries. Lists the tools, runs each step of a plan, and prints one
-// JSON line. Run by test_mcp_oauth.py through scripts/mcp-ts-client.sh.
+// JSON line. Run by test_mcp_oauth.py through scripts/install/mcp-ts-client.sh.
 //   node ts_oauth_client.mjs URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
 // PLAN: a JSON list of {"tool", "arguments"}.
 // OPTIONS: JSON {"scope": "…", "issuer": "…"}; the SDK's token request

@@ -50,13 +50,13 @@ build_go_peers() {
   (cd bench/go && go build -mod=readonly -trimpath -o "$out" ./...)
 }
 if [ "${1:-}" = mcp ]; then
-  PYTHON="$(scripts/python-peer.sh)"
+  PYTHON="$(scripts/install/python-peer.sh)"
   cargo build --release --locked -p tool-service-bench --bins
   build_go_peers
   exec "$PYTHON" bench/mcp_rounds.py
 fi
-source scripts/broker-env.sh
-PYTHON="$(scripts/python-peer.sh)"
+source scripts/lib/broker-env.sh
+PYTHON="$(scripts/install/python-peer.sh)"
 cargo build --release --locked -p tool-service-bench --bins
 # `ours` with the otel feature, beside it.
 cargo build --release --locked -p tool-service-bench --features otel --bin ours_traced
@@ -83,7 +83,7 @@ if [ "${1:-}" = paired ]; then
 fi
 if [ "${1:-}" = frames ]; then
   if ! command -v strace >/dev/null; then
-    scripts/apt-install.sh "bench.sh frames" strace
+    scripts/install/apt-install.sh "bench.sh frames" strace
   fi
   "$PYTHON" bench/frames.py
   exit

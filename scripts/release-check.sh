@@ -5,17 +5,17 @@
 # the README alone, the packages as published, the public API, licences and
 # duplicate crates (cargo deny), rustdoc, and the oldest Rust the crates
 # support. Needs no broker. The two cargo tools it uses are built once per
-# machine (scripts/cargo-tool.sh).
+# machine (scripts/install/cargo-tool.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/phase.sh
+source scripts/lib/phase.sh
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 
 # The oldest Rust, in a target directory of its own, beside the checks
 # below: they check one crate at a time (mostly one core), its cold build
 # takes the other. Its output follows at the end.
 msrv_log="$(mktemp)"
-scripts/msrv.sh >"$msrv_log" 2>&1 &
+scripts/release/msrv.sh >"$msrv_log" 2>&1 &
 msrv=$!
 trap 'kill "$msrv" 2>/dev/null || true; rm -f "$msrv_log"' EXIT
 
@@ -62,22 +62,22 @@ cargo check --manifest-path fuzz/Cargo.toml --locked --bins
 # test, and the testing guide's #[tokio::test] (offline, Cargo.lock's
 # versions).
 phase "a crate from the README alone"
-scripts/readme-crate.sh
+scripts/release/readme-crate.sh
 # The same crate on the newest compatible dependencies, as a user's first
 # `cargo add` resolves them (online): no warning from our crates.
 phase "a crate from the README on a fresh lockfile"
-scripts/readme-crate.sh --fresh-lockfile
+scripts/release/readme-crate.sh --fresh-lockfile
 
 phase "packages of tool-service-macros and tool-service"
-scripts/package.sh
+scripts/release/package.sh
 phase "public API (public-api/*.txt)"
-scripts/public-api.sh
+scripts/release/public-api.sh
 # Licences, duplicate crates and sources of what the published crates link
 # (deny.toml). The advisories check needs the RustSec database from
 # github.com, which this CI cannot reach: run `cargo deny check advisories`
 # where it can.
 phase "cargo deny (licences, duplicates, sources)"
-"$(scripts/cargo-tool.sh cargo-deny 0.20.2)" --workspace --locked check bans licenses sources
+"$(scripts/install/cargo-tool.sh cargo-deny 0.20.2)" --workspace --locked check bans licenses sources
 phase "rustdoc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service -p tool-service-macros --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p tool-service

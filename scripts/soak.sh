@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REQUESTS="${SOAK_REQUESTS:-100000}"
 IN_FLIGHT="${SOAK_IN_FLIGHT:-64}"
-source scripts/broker-env.sh
+source scripts/lib/broker-env.sh
 cargo build --release --locked -p tool-service-bench --bins
 
 LOG="$(mktemp)"

@@ -13,7 +13,7 @@
 # The checks a release needs on top of these are scripts/release-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/phase.sh
+source scripts/lib/phase.sh
 
 echo "==> toolchain: $(rustc --version)" >&2
 echo "==> disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free where the build goes" >&2
@@ -70,13 +70,13 @@ if [ -z "${PULSAR_URL:-}" ]; then
     background broker scripts/pulsar.sh start
   fi
 fi
-background peer scripts/python-peer.sh
-background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/python-peer.sh
-background providers scripts/python-providers.sh
-background conformance scripts/mcp-ts-client.sh --install
-background oauth scripts/oauth-issuer.sh --install
-background balancers scripts/balancers.sh
-background prometheus scripts/prometheus.sh
+background peer scripts/install/python-peer.sh
+background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/install/python-peer.sh
+background providers scripts/install/python-providers.sh
+background conformance scripts/install/mcp-ts-client.sh --install
+background oauth scripts/install/oauth-issuer.sh --install
+background balancers scripts/install/balancers.sh
+background prometheus scripts/install/prometheus.sh
 # The TLS/token test makes its keys and certificates with openssl.
 if ! command -v openssl >/dev/null; then
   [ "$(id -u)" -eq 0 ] || { echo "openssl is missing; install it (apt-get install openssl)" >&2; exit 1; }
@@ -118,7 +118,7 @@ await balancers
 await prometheus
 
 phase "alerting rules: promtool check and unit tests"
-scripts/prometheus.sh --check >/dev/null
+scripts/install/prometheus.sh --check >/dev/null
 
 phase "unit, doc, ui and integration tests"
 # The ui cases (trybuild compiles each against tool-service without

@@ -1,7 +1,7 @@
 //! Our Rust client against TrustGraph's own Python `DynamicToolService`
 //! (trustgraph-base 2.11.1) running the spec's joke logic, over a real Apache
 //! Pulsar broker. Needs the broker and the Python peer: `scripts/test.sh`
-//! provides both (`scripts/pulsar.sh start`, `scripts/python-peer.sh`).
+//! provides both (`scripts/pulsar.sh start`, `scripts/install/python-peer.sh`).
 
 use crate::support;
 

@@ -493,7 +493,7 @@ fn clients_that_never_finish_a_request_cannot_keep_a_normal_client_out() {
     );
     let (_, body) = support::scrape(metrics);
     assert!(
-        body.contains("tg_tool_service_mcp_connections_closed_total{reason=\"body-timeout\"} 1\n"),
+        body.contains("tg_tool_service_mcp_connections_closed_total{reason=\"body_timeout\"} 1\n"),
         "{body}"
     );
     drop(held);
@@ -527,7 +527,7 @@ fn a_client_that_sends_no_whole_request_head_is_closed_after_the_header_timeout(
     let (_, body) = support::scrape(metrics);
     assert!(
         body.contains(
-            "tg_tool_service_mcp_connections_closed_total{reason=\"header-timeout\"} 1\n"
+            "tg_tool_service_mcp_connections_closed_total{reason=\"header_timeout\"} 1\n"
         ),
         "{body}"
     );

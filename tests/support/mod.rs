@@ -174,7 +174,7 @@ impl Drop for InProcess {
 }
 
 /// The Python peer's interpreter (TrustGraph's packages installed):
-/// `TOOL_SERVICE_PEER_PYTHON`, else the one `scripts/python-peer.sh`
+/// `TOOL_SERVICE_PEER_PYTHON`, else the one `scripts/install/python-peer.sh`
 /// prints, which creates its virtual environment the first time.
 pub(crate) fn peer_python() -> String {
     static PYTHON: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
@@ -182,7 +182,7 @@ pub(crate) fn peer_python() -> String {
         return python;
     }
     let outcome = PYTHON.get_or_init(|| {
-        let script = format!("{}/scripts/python-peer.sh", env!("CARGO_MANIFEST_DIR"));
+        let script = format!("{}/scripts/install/python-peer.sh", env!("CARGO_MANIFEST_DIR"));
         let output = Command::new(&script)
             .stdin(Stdio::null())
             .output()
@@ -191,7 +191,7 @@ pub(crate) fn peer_python() -> String {
         match stdout.lines().last() {
             Some(python) if output.status.success() => Ok(python.to_owned()),
             _ => Err(format!(
-                "`scripts/python-peer.sh` failed (it needs Python 3 with venv and PyPI), or set \
+                "`scripts/install/python-peer.sh` failed (it needs Python 3 with venv and PyPI), or set \
                  TOOL_SERVICE_PEER_PYTHON to a Python with trustgraph-base:\n{}",
                 String::from_utf8_lossy(&output.stderr)
             )),

@@ -1,29 +1,51 @@
 //! Durations as the attribute writes them (`timeout = "30s"`): a whole number
 //! and a unit, `ms`, `s`, `m` or `h`. Zero is rejected, and so is a duration
-//! whose milliseconds do not fit in a `u64`. `serve --timeout` in the runtime
-//! reads durations by the same rules: its tests include this file and run
-//! both parsers over `DURATION_CASES` below.
+//! whose milliseconds do not fit in a `u64`. The runtime includes this file
+//! and reads `serve --timeout`, `--rate` and `Rate` with it.
+
+/// Why a text is not a duration. Shown, it completes a sentence that starts
+/// with the key, e.g. "`timeout` is too long".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DurationProblem {
+    /// Not a whole number and a unit.
+    Form,
+    /// Zero.
+    Zero,
+    /// Its milliseconds do not fit in a `u64`.
+    TooLong,
+}
+
+impl std::fmt::Display for DurationProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Form => {
+                "must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`"
+            }
+            Self::Zero => "must be longer than zero",
+            Self::TooLong => "is too long",
+        })
+    }
+}
 
 /// Milliseconds in a duration written as a whole number and a unit:
-/// `"250ms"`, `"30s"`, `"5m"`, `"1h"`. The error completes a sentence that
-/// starts with the key, e.g. "`timeout` is too long".
-pub(crate) fn parse_millis(text: &str) -> Result<u64, &'static str> {
-    const PROBLEM: &str =
-        "must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`";
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or(PROBLEM)?;
+/// `"250ms"`, `"30s"`, `"5m"`, `"1h"`.
+pub(crate) fn parse_millis(text: &str) -> Result<u64, DurationProblem> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or(DurationProblem::Form)?;
     let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| PROBLEM)?;
+    let number: u64 = number.parse().map_err(|_| DurationProblem::Form)?;
     let scale = match unit {
         "ms" => 1,
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
-        _ => return Err(PROBLEM),
+        _ => return Err(DurationProblem::Form),
     };
     match number.checked_mul(scale) {
-        Some(0) => Err("must be longer than zero"),
+        Some(0) => Err(DurationProblem::Zero),
         Some(ms) => Ok(ms),
-        None => Err("is too long"),
+        None => Err(DurationProblem::TooLong),
     }
 }
 
@@ -52,7 +74,7 @@ pub(crate) fn parse_rate(text: &str) -> Result<(u32, char), &'static str> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{parse_millis, parse_rate};
+    use super::{parse_millis, parse_rate, DurationProblem};
 
     /// Rate texts and what they read as: `Some((calls, unit))`, or `None`
     /// when rejected. The runtime's `Rate` is tested against this table.
@@ -141,16 +163,19 @@ pub(crate) mod tests {
         for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms"] {
             assert!(parse_millis(bad).is_err(), "{bad:?} was accepted");
         }
-        assert_eq!(parse_millis("0s"), Err("must be longer than zero"));
-        assert_eq!(parse_millis("99999999999999999h"), Err("is too long"));
+        assert_eq!(parse_millis("0s"), Err(DurationProblem::Zero));
+        assert_eq!(
+            parse_millis("99999999999999999h"),
+            Err(DurationProblem::TooLong)
+        );
     }
 
     #[test]
     fn a_malformed_duration_is_told_how_to_write_one() {
         for bad in ["", "30", "s", "1.5s", "30 s", "-1s", "30sec", "ms", "1d"] {
             assert_eq!(
-                parse_millis(bad),
-                Err("must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`"),
+                parse_millis(bad).map_err(|problem| problem.to_string()),
+                Err("must be a whole number and a unit (`ms`, `s`, `m` or `h`), e.g. `timeout = \"30s\"`".to_owned()),
                 "{bad:?}"
             );
         }

@@ -2,8 +2,8 @@
 //! and a unit, `250ms`, `30s`, `5m` or `1h`.
 //!
 //! The `timeout = "…"` attribute is checked at compile time by the macro
-//! crate with the same rules; a test here includes the macro crate's parser
-//! and runs both over its table of cases.
+//! crate; the runtime reads flags with the same parser, the macro crate's
+//! file included here.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 // Read by the `serve` command only.
 #[cfg_attr(not(all(feature = "cli", feature = "pulsar")), allow(dead_code))]
 pub(crate) fn parse(text: &str) -> Result<Duration, String> {
-    millis(text)
+    attribute::parse_millis(text)
         .map(Duration::from_millis)
         .map_err(|problem| match problem {
             Problem::Form => format!(
@@ -33,39 +33,13 @@ pub(crate) fn format(limit: Duration) -> String {
     }
 }
 
-/// Why a text is not a duration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Problem {
-    Form,
-    Zero,
-    TooLong,
-}
-
-fn millis(text: &str) -> Result<u64, Problem> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or(Problem::Form)?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| Problem::Form)?;
-    let scale: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(Problem::Form),
-    };
-    match number.checked_mul(scale) {
-        Some(0) => Err(Problem::Zero),
-        Some(ms) => Ok(ms),
-        None => Err(Problem::TooLong),
-    }
-}
-
-/// The macro crate's parser, for the test that both read alike.
-#[cfg(test)]
+/// The attribute's parsers (the macro crate's file), which the runtime
+/// reads durations and rates with.
 #[path = "attribute_duration.rs"]
-#[allow(dead_code)]
+#[cfg_attr(not(all(feature = "cli", feature = "pulsar")), allow(dead_code))]
 pub(crate) mod attribute;
+
+use attribute::DurationProblem as Problem;
 
 #[cfg(test)]
 mod tests {

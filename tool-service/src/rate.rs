@@ -66,8 +66,6 @@ impl Unit {
     }
 }
 
-const PROBLEM: &str = "must be a whole number of calls per `s`, `m` or `h`, e.g. `100/s`";
-
 impl Rate {
     /// `calls` per second.
     ///
@@ -121,19 +119,12 @@ impl Rate {
     /// Read as the attribute writes it; the error completes a sentence that
     /// starts with what was read ("`rate` must …").
     fn parse(text: &str) -> Result<Self, &'static str> {
-        let (calls, unit) = text.split_once('/').ok_or(PROBLEM)?;
-        if calls.is_empty() || !calls.bytes().all(|byte| byte.is_ascii_digit()) {
-            return Err(PROBLEM);
-        }
+        let (calls, unit) = crate::duration::attribute::parse_rate(text)?;
         let unit = match unit {
-            "s" => Unit::Second,
-            "m" => Unit::Minute,
-            "h" => Unit::Hour,
-            _ => return Err(PROBLEM),
+            's' => Unit::Second,
+            'm' => Unit::Minute,
+            _ => Unit::Hour,
         };
-        let calls: u32 = calls
-            .parse()
-            .map_err(|_| "is too high: at most 4294967295 calls per period")?;
         let calls = NonZeroU32::new(calls).ok_or("must allow at least one call, e.g. `100/s`")?;
         Ok(Self { calls, unit })
     }

@@ -90,12 +90,14 @@ impl Connections {
                 .map(|connection| connection.id);
             let Some(id) = idlest else {
                 drop(open);
-                self.metrics.mcp_connection_closed("over-capacity");
+                self.metrics
+                    .mcp_connection_closed(crate::metrics::CloseReason::OverCapacity);
                 return None;
             };
             if let Some(evicted) = open.remove(&id) {
                 evicted.close.cancel();
-                self.metrics.mcp_connection_closed("evicted");
+                self.metrics
+                    .mcp_connection_closed(crate::metrics::CloseReason::Evicted);
             }
         }
         let connection = Arc::new(Connection {
@@ -133,7 +135,8 @@ impl Connections {
         for id in stale {
             if let Some(connection) = open.remove(&id) {
                 connection.close.cancel();
-                self.metrics.mcp_connection_closed("header-timeout");
+                self.metrics
+                    .mcp_connection_closed(crate::metrics::CloseReason::HeaderTimeout);
             }
         }
     }
@@ -219,7 +222,7 @@ mod tests {
         assert!(metrics
             .render()
             .contains("tg_tool_service_mcp_connections 0\n"));
-        for (reason, count) in [("over-capacity", 1), ("evicted", 2)] {
+        for (reason, count) in [("over_capacity", 1), ("evicted", 2)] {
             assert!(
                 text.contains(&format!(
                     "tg_tool_service_mcp_connections_closed_total{{reason=\"{reason}\"}} {count}\n"
@@ -247,7 +250,7 @@ mod tests {
         connections.sweep(std::time::Duration::from_millis(10));
         assert!(!busy.connection.close.is_cancelled());
         assert!(metrics.render().contains(
-            "tg_tool_service_mcp_connections_closed_total{reason=\"header-timeout\"} 1\n"
+            "tg_tool_service_mcp_connections_closed_total{reason=\"header_timeout\"} 1\n"
         ));
     }
 }

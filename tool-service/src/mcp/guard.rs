@@ -36,7 +36,10 @@ impl Guard {
 
     /// Passes a request whose `Host` and `Origin` are allowed; else the
     /// 403 that says how to allow them, logged in the same words.
-    pub(super) fn check(&self, headers: &http::HeaderMap) -> Result<(), hyper::Response<Body>> {
+    pub(super) fn check(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<(), Box<hyper::Response<Body>>> {
         let host = headers
             .get(http::header::HOST)
             .and_then(|value| value.to_str().ok());
@@ -62,7 +65,7 @@ impl Guard {
     }
 
     /// The 403 of `text`, logged (at most once per 10 s).
-    fn refuse(&self, text: String) -> hyper::Response<Body> {
+    fn refuse(&self, text: String) -> Box<hyper::Response<Body>> {
         let mut logged = self
             .logged
             .lock()
@@ -76,7 +79,7 @@ impl Guard {
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        response
+        Box::new(response)
     }
 }
 

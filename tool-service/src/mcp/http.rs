@@ -245,6 +245,10 @@ impl crate::host::Transport for HttpTransport {
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// An answer a step of the port gives before the request reaches a tool
+/// (a refusal, the metadata): boxed, as it is the rare way out.
+type Early = Box<hyper::Response<Body>>;
+
 /// How long the start waits for a first answer from the authorization
 /// server before it serves without its keys.
 const ISSUER_CHECK: Duration = Duration::from_secs(5);
@@ -487,6 +491,10 @@ impl Endpoint {
         }))
     }
 
+    /// A request through the port's steps, each answering it or passing it
+    /// on: [`Self::admit`] (the guard, the metadata, the path, the bearer
+    /// check), [`Self::read_body`], then [`Self::serve`] (the early scope
+    /// answer, then the request answered directly or by rmcp).
     async fn respond(&self, request: hyper::Request<Incoming>) -> hyper::Response<Body> {
         // An answer given before the body is read (a refusal) ends the
         // connection when a body may still be on its way: hyper would
@@ -494,89 +502,99 @@ impl Endpoint {
         // so, and a client that sent its next request on it (an OAuth
         // client retrying with its new token) would lose that request.
         let unread_body = may_have_body(&request);
-        let before_body = |response| {
-            if unread_body {
-                close_after(response)
-            } else {
-                response
-            }
+        let caller = match self.admit(&request).await {
+            Ok(caller) => caller,
+            Err(answer) if unread_body => return close_after(*answer),
+            Err(answer) => return *answer,
         };
-        if let Err(refused) = self.guard.check(request.headers()) {
-            return before_body(refused);
+        let (parts, body) = request.into_parts();
+        match self.read_body(body).await {
+            Ok(body) => self.serve(parts, body, caller).await,
+            Err(answer) => *answer,
         }
+    }
+
+    /// The steps before the body: the DNS-rebinding guard (`Host`,
+    /// `Origin`), the protected resource metadata (with OAuth), the path,
+    /// and the bearer check (the static token's or OAuth's; not for a
+    /// browser's CORS preflight, which carries no credentials and runs
+    /// nothing). The caller, when OAuth names one.
+    async fn admit<B>(
+        &self,
+        request: &hyper::Request<B>,
+    ) -> Result<Option<super::auth::Caller>, Early> {
+        self.guard.check(request.headers())?;
         let path = request.uri().path();
         if let Some(auth) = &self.auth {
             if path == super::auth::METADATA_PATH || path == super::auth::ROOT_METADATA_PATH {
-                return before_body(auth.metadata_response(request.method()));
+                return Err(Box::new(auth.metadata_response(request.method())));
             }
         }
         if path != MCP_PATH {
-            return before_body(plain(hyper::StatusCode::NOT_FOUND, "MCP is served at /mcp"));
+            return Err(Box::new(plain(
+                hyper::StatusCode::NOT_FOUND,
+                "MCP is served at /mcp",
+            )));
         }
-        // A browser's CORS preflight carries no credentials and runs nothing.
-        let preflight = request.method() == hyper::Method::OPTIONS;
-        let caller = match &self.auth {
-            Some(_) if preflight => None,
-            Some(auth) => match auth.authenticate(request.headers()).await {
-                Ok(caller) => Some(caller),
-                Err(refusal) => return before_body(auth.refuse(refusal)),
+        if request.method() == hyper::Method::OPTIONS {
+            return Ok(None);
+        }
+        match (&self.auth, &self.token) {
+            (Some(auth), _) => match auth.authenticate(request.headers()).await {
+                Ok(caller) => Ok(Some(caller)),
+                Err(refusal) => Err(Box::new(auth.refuse(refusal))),
             },
-            None => None,
-        };
-        if let (None, Some(token), false) = (&self.auth, &self.token, preflight) {
-            if !authorized(request.headers(), token) {
-                let mut response = plain(
-                    hyper::StatusCode::UNAUTHORIZED,
-                    "this MCP server needs an `Authorization: Bearer` token",
-                );
-                response.headers_mut().insert(
-                    hyper::header::WWW_AUTHENTICATE,
-                    hyper::header::HeaderValue::from_static("Bearer"),
-                );
-                return before_body(response);
-            }
+            (None, Some(token)) => super::auth::check_static(request.headers(), token)
+                .map(|()| None)
+                .map_err(|refusal| Box::new(refusal.answer(None, &[], &self.metrics))),
+            (None, None) => Ok(None),
         }
-        let ends_session = request.method() == hyper::Method::DELETE;
-        // The body is read here, in bounded time and size, before rmcp
-        // sees the request: a client that sends it slowly holds nothing
-        // past the body timeout.
-        let (parts, body) = request.into_parts();
+    }
+
+    /// The body, read in bounded time and size before anything parses it:
+    /// a client that sends it slowly holds nothing past the body timeout.
+    async fn read_body(&self, body: Incoming) -> Result<Bytes, Early> {
         let read = Limited::new(body, self.max_body_bytes).collect();
-        let body = match tokio::time::timeout(self.body_timeout, read).await {
-            Ok(Ok(collected)) => collected.to_bytes(),
-            Ok(Err(error)) if error.is::<LengthLimitError>() => {
-                return closing(
-                    hyper::StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "the request body is over this MCP server's limit of {} bytes\n",
-                        self.max_body_bytes
-                    ),
-                );
-            }
-            Ok(Err(error)) => {
-                return closing(
-                    hyper::StatusCode::BAD_REQUEST,
-                    format!("the request body could not be read: {error}\n"),
-                );
-            }
+        match tokio::time::timeout(self.body_timeout, read).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(error)) if error.is::<LengthLimitError>() => Err(Box::new(closing(
+                hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is over this MCP server's limit of {} bytes\n",
+                    self.max_body_bytes
+                ),
+            ))),
+            Ok(Err(error)) => Err(Box::new(closing(
+                hyper::StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {error}\n"),
+            ))),
             Err(_) => {
-                self.metrics.mcp_connection_closed("body-timeout");
+                self.metrics
+                    .mcp_connection_closed(crate::metrics::CloseReason::BodyTimeout);
                 tracing::debug!("an MCP client sent no whole request body in time; closed");
-                return closing(
+                Err(Box::new(closing(
                     hyper::StatusCode::REQUEST_TIMEOUT,
                     format!(
                         "the request body did not arrive within {}\n",
                         crate::duration::format(self.body_timeout)
                     ),
-                );
+                )))
             }
-        };
-        let mut parts = parts;
-        // Read once: the requests most calls are made of are answered here.
+        }
+    }
+
+    /// The request answered: a `tools/call` whose token lacks the tool's
+    /// scopes answered 403 with the challenge that names them (the call
+    /// checks them again itself); then the requests most calls are made of
+    /// answered directly, the body read once, and every other by rmcp.
+    async fn serve(
+        &self,
+        mut parts: http::request::Parts,
+        body: Bytes,
+        caller: Option<super::auth::Caller>,
+    ) -> hyper::Response<Body> {
         let direct = super::direct::Direct::read(&parts, &body);
         if let (Some(auth), Some(caller)) = (&self.auth, &caller) {
-            // A call whose token lacks the tool's scopes is answered 403 with
-            // the challenge that names them (the call itself checks them too).
             let checked = match &direct {
                 Some(direct) => direct
                     .tool()
@@ -590,6 +608,7 @@ impl Endpoint {
         if let Some(direct) = direct {
             return direct.answer(&self.server, caller.as_ref()).await;
         }
+        let ends_session = parts.method == hyper::Method::DELETE;
         if let Some(caller) = caller {
             // The token stops here: rmcp and the handler see the caller.
             parts.headers.remove(hyper::header::AUTHORIZATION);
@@ -634,23 +653,6 @@ impl hyper::body::Body for Sending {
     }
 }
 
-/// Whether the request carries `Authorization: Bearer TOKEN`, compared in
-/// constant time.
-fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
-    let Some(given) = headers
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-        })
-    else {
-        return false;
-    };
-    super::auth::constant_time_eq(given.trim().as_bytes(), token.as_bytes())
-}
-
 /// A refusal after which the connection closes (its request was not read
 /// to its end).
 fn closing(status: hyper::StatusCode, text: String) -> hyper::Response<Body> {
@@ -693,23 +695,6 @@ fn plain(status: hyper::StatusCode, text: &'static str) -> hyper::Response<Body>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_exact_bearer_token_is_accepted() {
-        let mut headers = hyper::HeaderMap::new();
-        assert!(!authorized(&headers, "s3cret"));
-        for (value, ok) in [
-            ("Bearer s3cret", true),
-            ("bearer s3cret", true),
-            ("Bearer s3cret2", false),
-            ("Bearer s3cre", false),
-            ("Basic s3cret", false),
-            ("s3cret", false),
-        ] {
-            headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
-            assert_eq!(authorized(&headers, "s3cret"), ok, "{value}");
-        }
-    }
 
     #[test]
     fn the_token_is_not_shown_in_debug_output() {

@@ -24,8 +24,8 @@
 //! | `tg_tool_service_resent_alone_total` | counter | `processor` | response frames of a batch the broker refused (a topic policy below the size the broker announced), sent again each alone |
 //! | `tg_tool_service_mcp_connections` | gauge | none | connections open on the MCP port (absent unless MCP is served over HTTP) |
 //! | `tg_tool_service_mcp_max_connections` | gauge | none | the most connections the MCP port keeps open (`--mcp-max-connections`; absent unless MCP is served over HTTP) |
-//! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over-capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header-timeout`, `body-timeout` |
-//! | `tg_tool_service_mcp_auth_refusals_total` | counter | `reason` | MCP requests refused by the port's OAuth authorization (absent unless it is on): `missing_token`, `malformed_header`, `malformed_token`, `token_too_large`, `algorithm`, `unknown_key`, `signature`, `issuer`, `audience`, `expired`, `not_yet_valid`, `inactive`, `insufficient_scope`, `issuer_unavailable` |
+//! | `tg_tool_service_mcp_connections_closed_total` | counter | `reason` | MCP connections a limit closed or refused: `over_capacity` (refused: every open one was answering), `evicted` (an idle one, closed to make room), `header_timeout`, `body_timeout` |
+//! | `tg_tool_service_mcp_auth_refusals_total` | counter | `reason` | MCP requests refused by the port's bearer check, the static token's or OAuth's (absent when the port takes anyone): `missing_token`, `malformed_header`, `malformed_token`, `not_accepted` (not the static token), `token_type`, `token_too_large`, `algorithm`, `unknown_key`, `signature`, `issuer`, `audience`, `expired`, `not_yet_valid`, `inactive`, `insufficient_scope`, `issuer_unavailable` |
 //! | `tg_tool_service_mcp_auth_keys_loaded` | gauge | none | 1 once the authorization server's keys are loaded (until then `/readyz/mcp` fails) |
 //! | `tg_tool_service_trace_spans_dropped_total` | counter | none | with the `otel` feature, while tracing is on: spans not exported (the export queue was full, or the collector did not take their batch) |
 //! | `tg_tool_service_trace_spans_exported_total` | counter | none | with `otel`: spans the collector took |
@@ -95,6 +95,8 @@ pub use http::{serve_metrics, DEFAULT_METRICS_PORT};
 #[doc(hidden)]
 pub use http::MAX_CONNECTIONS;
 pub use readiness::ReadinessCheck;
+#[cfg(feature = "mcp")]
+pub(crate) use registry::CloseReason;
 pub use registry::Metrics;
 #[cfg(all(feature = "mcp", test))]
 pub(crate) use registry::MCP_AUTH_REASONS;

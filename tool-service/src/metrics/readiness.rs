@@ -77,7 +77,8 @@ impl Metrics {
             && self
                 .mcp_auth
                 .get()
-                .is_some_and(|auth| !auth.keys_loaded.load(Ordering::Relaxed))
+                .and_then(|auth| auth.keys_loaded.get())
+                .is_some_and(|loaded| !loaded.load(Ordering::Relaxed))
         {
             failing.push_str("the authorization server's keys are not loaded\n");
         }

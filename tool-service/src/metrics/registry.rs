@@ -36,7 +36,10 @@ pub struct Metrics {
 #[derive(Debug, Default)]
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(super) struct McpAuthMetrics {
-    pub(super) keys_loaded: AtomicBool,
+    /// Whether the authorization server's keys are loaded: `None` until an
+    /// issuer is configured (a port with the static token only counts its
+    /// refusals here, and has no keys to wait for).
+    pub(super) keys_loaded: std::sync::OnceLock<AtomicBool>,
     pub(super) refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -52,10 +55,12 @@ pub(super) struct McpHttpMetrics {
 /// Why the MCP port's authorization refused a request: the `reason` label
 /// of `tg_tool_service_mcp_auth_refusals_total`.
 #[cfg(feature = "mcp")]
-pub(crate) const MCP_AUTH_REASONS: [&str; 14] = [
+pub(crate) const MCP_AUTH_REASONS: [&str; 16] = [
     "missing_token",
     "malformed_header",
     "malformed_token",
+    "not_accepted",
+    "token_type",
     "token_too_large",
     "algorithm",
     "unknown_key",
@@ -69,13 +74,39 @@ pub(crate) const MCP_AUTH_REASONS: [&str; 14] = [
     "issuer_unavailable",
 ];
 
-/// Why a limit closed an MCP connection (or refused one): every new one
-/// over the cap while each open one was answering (`over-capacity`), an idle
-/// one closed to make room for a new one (`evicted`), no whole request head
-/// within the header timeout (`header-timeout`), no whole body within the
-/// body timeout (`body-timeout`).
-pub(crate) const MCP_CLOSE_REASONS: [&str; 4] =
-    ["over-capacity", "evicted", "header-timeout", "body-timeout"];
+/// Why a limit closed an MCP connection (or refused one), as counted in
+/// `tg_tool_service_mcp_connections_closed_total{reason}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// A new one over the cap while each open one was answering.
+    OverCapacity,
+    /// An idle one, closed to make room for a new one.
+    Evicted,
+    /// No whole request head within the header timeout.
+    HeaderTimeout,
+    /// No whole body within the body timeout.
+    BodyTimeout,
+}
+
+impl CloseReason {
+    /// Every reason, in the order the metric lists them.
+    pub(crate) const ALL: [Self; 4] = [
+        Self::OverCapacity,
+        Self::Evicted,
+        Self::HeaderTimeout,
+        Self::BodyTimeout,
+    ];
+
+    /// Its label value (snake case, as every label value of ours).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::OverCapacity => "over_capacity",
+            Self::Evicted => "evicted",
+            Self::HeaderTimeout => "header_timeout",
+            Self::BodyTimeout => "body_timeout",
+        }
+    }
+}
 
 /// No broker connection to speak of (nothing served on Pulsar yet).
 pub(super) const BROKER_UNKNOWN: u8 = 0;
@@ -145,16 +176,15 @@ impl Metrics {
         }
     }
 
-    /// Counts an MCP connection closed or refused by a limit: one of
-    /// [`MCP_CLOSE_REASONS`].
+    /// Counts an MCP connection closed or refused by a limit.
     #[cfg(feature = "mcp")]
-    pub(crate) fn mcp_connection_closed(&self, reason: &'static str) {
+    pub(crate) fn mcp_connection_closed(&self, reason: CloseReason) {
         let http = self.mcp_http.get_or_init(McpHttpMetrics::default);
         *http
             .closed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(reason)
+            .entry(reason.label())
             .or_default() += 1;
     }
 
@@ -165,10 +195,11 @@ impl Metrics {
         self.mcp_auth
             .get_or_init(McpAuthMetrics::default)
             .keys_loaded
+            .get_or_init(AtomicBool::default)
             .store(loaded, Ordering::Relaxed);
     }
 
-    /// Counts a request the MCP port's authorization refused, by reason.
+    /// Counts a request the MCP port's bearer check refused, by reason.
     #[cfg(feature = "mcp")]
     pub(crate) fn mcp_auth_refused(&self, reason: &'static str) {
         *self
@@ -257,5 +288,27 @@ impl Metrics {
     /// Everything, in Prometheus' text exposition format (version 0.0.4).
     pub fn render(&self) -> String {
         self.exposition()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every label value of a reason is its own, in snake case, as
+    /// Prometheus label values of ours are written.
+    #[test]
+    fn reasons_have_distinct_snake_case_labels() {
+        let close: Vec<&str> = CloseReason::ALL.map(CloseReason::label).to_vec();
+        for labels in [close.as_slice(), MCP_AUTH_REASONS.as_slice()] {
+            let distinct: std::collections::BTreeSet<_> = labels.iter().collect();
+            assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+            for label in labels {
+                assert!(
+                    label.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{label}"
+                );
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError};
 
 #[cfg(feature = "mcp")]
 use super::registry::MCP_AUTH_REASONS;
-use super::registry::{Metrics, BROKER_CONNECTED, BROKER_UNKNOWN, MCP_CLOSE_REASONS};
+use super::registry::{CloseReason, Metrics, BROKER_CONNECTED, BROKER_UNKNOWN};
 use super::service::{ServiceMetrics, Via};
 
 impl Metrics {
@@ -188,7 +188,7 @@ impl Metrics {
             );
             let _ = writeln!(out, "# TYPE {name} counter");
             let closed = http.closed.lock().unwrap_or_else(PoisonError::into_inner);
-            for reason in MCP_CLOSE_REASONS {
+            for reason in CloseReason::ALL.map(CloseReason::label) {
                 let count = closed.get(reason).copied().unwrap_or(0);
                 let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
             }
@@ -198,7 +198,7 @@ impl Metrics {
             let name = "tg_tool_service_mcp_auth_refusals_total";
             let _ = writeln!(
                 out,
-                "# HELP {name} MCP requests refused by the port's authorization, by reason"
+                "# HELP {name} MCP requests refused by the port's bearer check, by reason"
             );
             let _ = writeln!(out, "# TYPE {name} counter");
             let refused = auth.refused.lock().unwrap_or_else(PoisonError::into_inner);
@@ -206,17 +206,15 @@ impl Metrics {
                 let count = refused.get(reason).copied().unwrap_or(0);
                 let _ = writeln!(out, "{name}{{reason=\"{reason}\"}} {count}");
             }
-            let name = "tg_tool_service_mcp_auth_keys_loaded";
-            let _ = writeln!(
-                out,
-                "# HELP {name} Whether the authorization server's keys are loaded"
-            );
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(
-                out,
-                "{name} {}",
-                u8::from(auth.keys_loaded.load(Ordering::Relaxed))
-            );
+            if let Some(loaded) = auth.keys_loaded.get() {
+                let name = "tg_tool_service_mcp_auth_keys_loaded";
+                let _ = writeln!(
+                    out,
+                    "# HELP {name} Whether the authorization server's keys are loaded"
+                );
+                let _ = writeln!(out, "# TYPE {name} gauge");
+                let _ = writeln!(out, "{name} {}", u8::from(loaded.load(Ordering::Relaxed)));
+            }
         }
         let broker = self.broker.load(Ordering::Relaxed);
         if broker != BROKER_UNKNOWN {

@@ -45,7 +45,7 @@ use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
-use super::providers::COMMON_FORMATS;
+use super::COMMON_FORMATS;
 use super::{phrase, prose, Additional, Field, Kind, Model, ROOT, STRICT};
 
 /// Which JSON Schema dialect an MCP server writes its tools' input and

@@ -13,14 +13,16 @@
 
 // The flavours serve MCP (and `check-schemas`), the provider checks the
 // command line, the rules decoding.
-// Its two public types are the `mcp` module's.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+// The providers' client code paths, mirrored: only `check-schemas` runs
+// them.
+#[cfg(feature = "cli")]
 pub(crate) mod clients;
+// Its two public types are the `mcp` module's.
 #[cfg_attr(not(feature = "mcp"), allow(dead_code, unreachable_pub))]
 pub(crate) mod flavor;
 pub(crate) mod phrase;
 pub(crate) mod prose;
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+#[cfg(feature = "cli")]
 pub(crate) mod providers;
 pub(crate) mod rules;
 
@@ -30,6 +32,21 @@ use serde_json::{Map, Value};
 
 #[cfg(feature = "mcp")]
 pub use flavor::{ParseSchemaFlavorError, SchemaFlavor};
+
+/// The string formats Anthropic's strict tool use keeps, which Gemini and
+/// OpenAI take too: the portable flavour keeps these and no others.
+pub(crate) const COMMON_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
 
 /// The root node's index.
 pub(crate) const ROOT: usize = 0;

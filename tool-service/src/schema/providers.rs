@@ -111,21 +111,6 @@ const TYPES: &[&str] = &[
     "null", "boolean", "object", "array", "number", "integer", "string",
 ];
 
-/// The string formats Anthropic's strict tool use keeps, which Gemini and
-/// OpenAI take too: the portable flavour keeps these and no others.
-pub(crate) const COMMON_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "uri",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-
 /// Keywords whose values are schemas, or maps or lists of schemas.
 enum Sub {
     One,
@@ -440,7 +425,7 @@ impl Checker<'_> {
                 "minItems" => value.as_u64().is_some_and(|min| min <= 1),
                 "format" => value
                     .as_str()
-                    .is_some_and(|format| COMMON_FORMATS.contains(&format)),
+                    .is_some_and(|format| super::COMMON_FORMATS.contains(&format)),
                 _ => false,
             };
             if !kept {

@@ -1,7 +1,15 @@
-//! JWT access tokens (RFC 9068): the compact form taken apart, the
-//! signature checked with `ring` against a key of the issuer's JWKS, and
-//! the claims checked with their types (a claim of the wrong type refuses
-//! the token; it is never taken as absent).
+//! JWT access tokens: the compact form taken apart, the signature checked
+//! with `ring` against a key of the issuer's JWKS, and the claims checked
+//! with their types (a claim of the wrong type refuses the token; it is
+//! never taken as absent).
+//!
+//! RFC 9068's profile, but for `typ`: it asks for `at+jwt`, and Keycloak,
+//! Entra ID and Cognito send `JWT` or nothing. So a token typed `at+jwt`
+//! (`application/at+jwt`, or a vendor's `…at+jwt` such as Okta's), `JWT`,
+//! or not typed is taken; one that says it is another kind of JWT (an ID
+//! token, a logout token, a DPoP proof: RFC 8725's explicit typing) is
+//! refused. What keeps an ID token of the same issuer out is the audience:
+//! it names the client, not this resource.
 //!
 //! Why not the `jsonwebtoken` crate: its versions on `ring` (9.x) take an
 //! `exp` or `nbf` of the wrong type as absent (CVE-2026-25537), and the
@@ -16,87 +24,7 @@ use ring::signature;
 use serde_json::{Map, Value};
 
 use super::keys::{Key, KeySet};
-use super::Reason;
-
-/// The signature algorithms a token may be signed with. There is no `none`
-/// and no HMAC algorithm: a resource server holds no shared secret, and an
-/// HMAC "signed" with a public key is the classic forgery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Algorithm {
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    RS256,
-    /// RSASSA-PKCS1-v1_5 with SHA-384.
-    RS384,
-    /// RSASSA-PKCS1-v1_5 with SHA-512.
-    RS512,
-    /// RSASSA-PSS with SHA-256.
-    PS256,
-    /// RSASSA-PSS with SHA-384.
-    PS384,
-    /// RSASSA-PSS with SHA-512.
-    PS512,
-    /// ECDSA on P-256 with SHA-256.
-    ES256,
-    /// ECDSA on P-384 with SHA-384.
-    ES384,
-    /// Ed25519.
-    EdDSA,
-}
-
-impl Algorithm {
-    /// Every algorithm, the default allow-list.
-    pub const ALL: [Algorithm; 9] = [
-        Self::RS256,
-        Self::RS384,
-        Self::RS512,
-        Self::PS256,
-        Self::PS384,
-        Self::PS512,
-        Self::ES256,
-        Self::ES384,
-        Self::EdDSA,
-    ];
-
-    /// The name in a JWT header (`RS256`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::RS256 => "RS256",
-            Self::RS384 => "RS384",
-            Self::RS512 => "RS512",
-            Self::PS256 => "PS256",
-            Self::PS384 => "PS384",
-            Self::PS512 => "PS512",
-            Self::ES256 => "ES256",
-            Self::ES384 => "ES384",
-            Self::EdDSA => "EdDSA",
-        }
-    }
-
-    /// The algorithm of this header name, if it is one of ours.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|alg| alg.name() == name)
-    }
-}
-
-impl std::fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Algorithm {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        Self::from_name(text.trim()).ok_or_else(|| {
-            format!(
-                "`{text}` is not a signature algorithm this server accepts (accepted: {})",
-                Self::ALL.map(Self::name).join(", ")
-            )
-        })
-    }
-}
+use super::{Algorithm, Reason};
 
 /// What a valid token says about its caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +85,11 @@ pub(crate) fn parse<'a>(token: &'a str, rules: &Rules) -> Result<Parsed<'a>, Rea
     if header.contains_key("crit") {
         return Err(Reason::Malformed);
     }
+    match header.get("typ") {
+        None => {}
+        Some(Value::String(typ)) if access_token_type(typ) => {}
+        Some(_) => return Err(Reason::TokenType),
+    }
     let algorithm = match header.get("alg") {
         Some(Value::String(name)) => Algorithm::from_name(name)
             .filter(|alg| rules.algorithms.contains(alg))
@@ -178,6 +111,14 @@ pub(crate) fn parse<'a>(token: &'a str, rules: &Rules) -> Result<Parsed<'a>, Rea
         kid,
         payload,
     })
+}
+
+/// Whether a `typ` header may be an access token's: `JWT`, `at+jwt`, or a
+/// vendor's `…at+jwt`, with or without `application/`.
+fn access_token_type(typ: &str) -> bool {
+    let typ = typ.trim().to_ascii_lowercase();
+    let typ = typ.strip_prefix("application/").unwrap_or(&typ);
+    typ == "jwt" || typ.ends_with("at+jwt")
 }
 
 impl Parsed<'_> {
@@ -443,6 +384,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn access_tokens_typed_as_issuers_type_them_are_taken() {
+        let signer = Signer::new("k1");
+        for typ in [
+            json!("at+jwt"),
+            json!("application/at+jwt"),
+            json!("JWT"),
+            json!("jwt"),
+            json!("application/okta-internal-at+jwt"),
+        ] {
+            let token = signer.sign_with(
+                &json!({"alg": "ES256", "kid": "k1", "typ": typ}),
+                &good_claims(),
+            );
+            assert!(check(&token, &keys(&signer)).is_ok(), "{typ}");
+        }
+        let untyped = signer.sign_with(&json!({"alg": "ES256", "kid": "k1"}), &good_claims());
+        assert!(check(&untyped, &keys(&signer)).is_ok());
+    }
+
+    #[test]
     fn every_bad_token_is_refused_for_its_reason() {
         let signer = Signer::new("k1");
         let other = Signer::new("k1");
@@ -480,6 +441,28 @@ pub(crate) mod tests {
                     &good_claims(),
                 ),
                 Reason::Malformed,
+            ),
+            // Typed as another kind of JWT than an access token.
+            (
+                signer.sign_with(
+                    &json!({"alg": "ES256", "kid": "k1", "typ": "logout+jwt"}),
+                    &good_claims(),
+                ),
+                Reason::TokenType,
+            ),
+            (
+                signer.sign_with(
+                    &json!({"alg": "ES256", "kid": "k1", "typ": "dpop+jwt"}),
+                    &good_claims(),
+                ),
+                Reason::TokenType,
+            ),
+            (
+                signer.sign_with(
+                    &json!({"alg": "ES256", "kid": "k1", "typ": 1}),
+                    &good_claims(),
+                ),
+                Reason::TokenType,
             ),
             (
                 with(&|c| drop(c.insert("iss".into(), json!("https://evil.example")))),

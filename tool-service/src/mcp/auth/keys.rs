@@ -18,7 +18,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::fetch::Fetcher;
-use super::jwt::Algorithm;
+use super::Algorithm;
 
 /// How often the keys are fetched again while all goes well.
 pub(crate) const REFRESH: Duration = Duration::from_secs(300);

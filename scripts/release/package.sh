@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Checks that the two published crates package and build from their
 # packages, as `cargo publish` would, without publishing anything:
-#   scripts/package.sh
+#   scripts/release/package.sh
 # Cargo packages tool-service-macros first, then tool-service, and verifies
 # each in publish order, tool-service against the packaged macro crate (a
 # local registry overlay: cargo 1.90 or newer). Needs no registry account.
 # The working tree is packaged as it is, uncommitted changes included.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 published=(tool-service-macros tool-service)
 exclude=(--exclude tool-service-suite --exclude tool-service-bench --exclude library-tools)

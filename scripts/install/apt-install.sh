@@ -5,7 +5,7 @@
 # with configs of their own. One install at a time (they run side by side
 # in scripts/test.sh), so that one's guard against services is not removed
 # while another is installing.
-#   scripts/apt-install.sh CALLER PACKAGE...
+#   scripts/install/apt-install.sh CALLER PACKAGE...
 set -euo pipefail
 
 caller="$1"

@@ -5,7 +5,7 @@
 # TrustGraph's mcp-tool processor calls MCP servers with), and
 # OpenTelemetry's Python SDK and OTLP protobuf messages (pinned: a caller
 # that starts traces, and the OTLP receiver of the trace tests), created once.
-#   scripts/python-peer.sh          create it if needed, print its python
+#   scripts/install/python-peer.sh          create it if needed, print its python
 set -euo pipefail
 TRUSTGRAPH_VERSION="${TRUSTGRAPH_VERSION:-2.11.1}"
 MCP_VERSION="${MCP_VERSION:-2.3.0}"

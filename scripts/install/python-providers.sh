@@ -7,7 +7,7 @@
 # Nothing calls a provider: the checks are local code. google-adk 2.13
 # takes google-genai below 3, so google-genai is 2.34 (its MCP conversion,
 # `_mcp_utils.py` and `Schema.from_json_schema`, is the same in 3.6.1).
-#   scripts/python-providers.sh     create it if needed, print its python
+#   scripts/install/python-providers.sh     create it if needed, print its python
 set -euo pipefail
 GOOGLE_GENAI_VERSION="${GOOGLE_GENAI_VERSION:-2.34.0}"
 GOOGLE_ADK_VERSION="${GOOGLE_ADK_VERSION:-2.13.0}"

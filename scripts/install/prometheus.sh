@@ -3,14 +3,14 @@
 # rules' unit tests and the dashboard's live check run. Installs them with
 # apt-get when missing, without leaving the package's own service running
 # (its config and port are not the tests'); prints where they are.
-#   scripts/prometheus.sh            install when missing; print the versions
-#   scripts/prometheus.sh --check    also check deploy/prometheus-alerts.yml
+#   scripts/install/prometheus.sh            install when missing; print the versions
+#   scripts/install/prometheus.sh --check    also check deploy/prometheus-alerts.yml
 #                                    and run its unit tests
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
-  scripts/apt-install.sh prometheus.sh prometheus
+  scripts/install/apt-install.sh prometheus.sh prometheus
   # Where a service manager ignored policy-rc.d, stop what it started.
   if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
     systemctl disable --now prometheus >&2 2>/dev/null || true

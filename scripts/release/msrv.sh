@@ -5,15 +5,15 @@
 # so that every line of both compiles, and a check without default
 # features, the configuration of a crate that only defines services. The
 # integration tests need no second run: what they test is the same code.
-#   scripts/msrv.sh                  checks with msrv/Cargo.lock
-#   scripts/msrv.sh --update [1.xx]  first resolves msrv/Cargo.lock anew for
+#   scripts/release/msrv.sh                  checks with msrv/Cargo.lock
+#   scripts/release/msrv.sh --update [1.xx]  first resolves msrv/Cargo.lock anew for
 #                                    that version (default: rust-version)
 # Installs the toolchain with rustup (minimal profile). Works on a copy of the
 # working tree (in $CARGO_TARGET_DIR/msrv, or target/msrv) whose Cargo.lock is
 # msrv/Cargo.lock: dependencies in the versions that the MSRV-aware resolver
 # picks for that Rust, where the main Cargo.lock has the newest ones.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root="$PWD"
 
 update=false

@@ -2,8 +2,8 @@
 # The public API of the two published crates, as `cargo public-api` lists
 # it, against the lists kept in public-api/: a change to the surface shows
 # in review as a change to those files.
-#   scripts/public-api.sh            check (CI)
-#   scripts/public-api.sh --update   rewrite the lists after a deliberate change
+#   scripts/release/public-api.sh            check (CI)
+#   scripts/release/public-api.sh --update   rewrite the lists after a deliberate change
 # Installs cargo-public-api (pinned) when it is missing. Its rustdoc JSON
 # comes from this repository's stable toolchain, with RUSTC_BOOTSTRAP=1, in
 # a target directory of its own: RUSTC_BOOTSTRAP changes the fingerprints
@@ -11,9 +11,9 @@
 # it), which would otherwise be rebuilt back and forth with the other
 # builds.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
-bin="$(scripts/cargo-tool.sh cargo-public-api 0.52.0)"
+bin="$(scripts/install/cargo-tool.sh cargo-public-api 0.52.0)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/public-api"
 stderr="$(mktemp)"
 trap 'rm -f "$stderr"' EXIT
@@ -33,7 +33,7 @@ for crate in tool-service tool-service-macros; do
   if $update; then
     printf '%s\n' "$current" >"$list"
   elif ! diff -u "$list" <(printf '%s\n' "$current") >&2; then
-    echo "the public API of $crate differs from $list (above, - listed, + now): if the change is meant, run scripts/public-api.sh --update and commit the list" >&2
+    echo "the public API of $crate differs from $list (above, - listed, + now): if the change is meant, run scripts/release/public-api.sh --update and commit the list" >&2
     status=1
   fi
 done

