@@ -6,7 +6,7 @@
 // When listening it prints one JSON line on stdout:
 //   {"issuer": "http://127.0.0.1:PORT", "admin": "http://127.0.0.1:ADMINPORT"}
 //
-// Clients (registered statically, client_secret_basic, client_credentials):
+// Clients registered statically (client_secret_basic, client_credentials):
 //   agent-reader / agent-reader-secret   may get tickets:read
 //   agent-writer / agent-writer-secret   may get tickets:read tickets:write
 //   opaque-client / opaque-client-secret may get tickets:read, as an opaque
@@ -19,6 +19,12 @@
 // have (others are dropped, not refused). Without `resource` the token is
 // opaque and carries no resource scopes. A `sub` of a client credentials
 // token is the client id.
+//
+// Clients may also register themselves (RFC 7591, `registration_endpoint`)
+// and sign in with the authorization code flow and PKCE, as MCP hosts do:
+// the user "alice" signs in and grants what the client asks for at once
+// (/interaction/UID), and the token's scope is what was granted of
+// tickets:read tickets:write, its `aud` the resource asked for.
 //
 // The admin port (test only):
 //   POST /rotate           sign with a new key (new kid) from now on; the JWKS
@@ -65,6 +71,11 @@ function newKey() {
   state.keys.push({ ...privateKey.export({ format: "jwk" }), kid, alg: "ES256", use: "sig" });
 }
 
+// What a client registered on its own (Dynamic Client Registration, as MCP
+// hosts register) may get: every scope of the tests' resource, as far as
+// the user grants it.
+const REGISTERED_SCOPES = "tickets:read tickets:write";
+
 // A resource the tests may ask tokens for: any http(s) URL on 127.0.0.1.
 function loopbackResource(indicator) {
   const url = URL.parse(indicator);
@@ -89,11 +100,22 @@ function build() {
       token_endpoint_auth_method: "client_secret_basic",
     })),
     jwks: { keys: state.keys },
+    // The user who signs in at the authorization endpoint (auto-approved
+    // by /interaction/UID, below).
+    findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    // Scopes a client may register with (a host registers the ones the
+    // resource's challenge names).
+    scopes: ["openid", "offline_access", ...REGISTERED_SCOPES.split(" ")],
+    cookies: { keys: [crypto.randomBytes(16).toString("hex")] },
     // The only keys are ES256 ones; RS256, the default, has none.
     clientDefaults: { id_token_signed_response_alg: "ES256" },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      // Hosts register themselves (RFC 7591), then sign in with the
+      // authorization code flow and PKCE.
+      registration: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -101,7 +123,7 @@ function build() {
         useGrantedResource: () => false,
         getResourceServerInfo(_ctx, indicator, client) {
           if (!loopbackResource(indicator)) throw new errors.InvalidTarget();
-          const allowed = CLIENTS[client.clientId];
+          const allowed = CLIENTS[client.clientId] ?? { scopes: REGISTERED_SCOPES };
           return {
             scope: allowed.scopes,
             audience: indicator,
@@ -145,11 +167,37 @@ function record(ctx, outcome) {
   });
 }
 
+// The user's part of a sign-in, done at once: "alice" logs in and grants
+// the client every scope it asked for, for the resource it named (what a
+// person does in the browser a host opens).
+async function approve(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  let result;
+  if (details.prompt.name === "login") {
+    result = { login: { accountId: "alice" } };
+  } else {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+    const missing = details.prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+      grant.addResourceScope(indicator, scopes.join(" "));
+    }
+    result = { consent: { grantId: await grant.save() } };
+  }
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
+}
+
 const server = http.createServer((req, res) => {
   const path = new URL(req.url, "http://issuer").pathname;
   state.stats.requests[path] = (state.stats.requests[path] ?? 0) + 1;
   if (path === "/jwks") state.stats.jwks += 1;
-  if (handle) {
+  if (path.startsWith("/interaction/") && handle) {
+    approve(req, res).catch((error) => {
+      res.writeHead(500, { "content-type": "text/plain" }).end(String(error?.stack ?? error));
+    });
+  } else if (handle) {
     handle(req, res);
   } else {
     res.writeHead(503).end();

@@ -432,6 +432,64 @@ def test_the_typescript_sdk_signs_in_with_client_credentials(issuer):
         assert statuses.count((f"{issuer.issuer}/token", 200)) == 2, statuses
 
 
+def test_the_typescript_sdk_signs_in_as_a_host_does(issuer):
+    """What Claude, VS Code and Cursor do: the SDK's own OAuth client,
+    public and registered by itself (RFC 7591), the authorization code flow
+    with PKCE and the resource (RFC 8707); the user ("alice", approving at
+    the issuer at once) is the caller the tools see."""
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 3}), ("close-ticket", {"id": 2})]
+    with tickets(issuer) as server:
+        done = subprocess.run(
+            [
+                str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"),
+                "oauth-code",
+                server.url,
+                json.dumps([{"tool": tool, "arguments": arguments} for tool, arguments in plan]),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        host = json.loads(done.stdout.strip().splitlines()[-1])
+        assert "connectError" not in host, host
+        # Registered by itself, as a public client.
+        assert host["registered"]["client_id"], host["registered"]
+        assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
+        # The authorization request: a code, PKCE with S256, this resource,
+        # and the scopes the server's challenge named.
+        asked = host["authorization"]
+        assert asked["response_type"] == "code" and asked["state"], asked
+        assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) >= 43, asked
+        assert asked["resource"] == server.url, asked
+        assert set(asked["scope"].split()) == ALL_SCOPES, asked
+        # Discovery, registration, then the code for a token, with its
+        # verifier and the resource.
+        urls = [(entry["method"], entry["url"], entry["status"]) for entry in host["requests"]]
+        assert urls[:3] == [
+            ("POST", server.url, 401),
+            ("GET", metadata_url(server), 200),
+            ("GET", f"{issuer.issuer}/.well-known/oauth-authorization-server", 200),
+        ], urls
+        assert ("POST", f"{issuer.issuer}/reg", 201) in urls, urls
+        (token_request,) = [entry for entry in host["requests"] if entry["url"] == f"{issuer.issuer}/token"]
+        form = token_request["form"]
+        assert token_request["status"] == 200, token_request
+        assert form["grant_type"] == "authorization_code" and form["code_verifier"], form
+        assert form["resource"] == server.url, form
+        # The token: for this server, the user's, with what was granted.
+        token = host["token"]
+        assert token["aud"] == server.url and token["sub"] == "alice", token
+        assert set(token["scope"].split()) == ALL_SCOPES, token
+        # The tools see the user: alice's ticket closes, another's does not.
+        assert sorted(host["tools"]) == ["close-ticket", "list-tickets"], host
+        listed, mine, theirs = host["calls"]
+        assert "as listed for alice" in listed["result"]["content"][0]["text"], listed
+        assert mine["result"]["isError"] is False, mine
+        assert theirs["result"]["isError"] is True, theirs
+        assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
+
+
 def test_the_python_sdk_signs_in_with_client_credentials(issuer):
     plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:

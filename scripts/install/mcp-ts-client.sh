@@ -2,10 +2,13 @@
 # The official TypeScript MCP SDK's client (@modelcontextprotocol/sdk,
 # pinned) on the conformance suite's Node 22, installed once into the same
 # private prefix (scripts/install/mcp-conformance.sh); runs interop/ts_client.mjs,
-# or interop/ts_oauth_client.mjs (the SDK's own OAuth client credentials).
+# interop/ts_oauth_client.mjs (the SDK's own OAuth client credentials), or
+# interop/ts_oauth_code_client.mjs (a host's sign-in: registration, the
+# authorization code flow and PKCE).
 #   scripts/install/mcp-ts-client.sh http URL PLAN
 #   scripts/install/mcp-ts-client.sh stdio BINARY PLAN
 #   scripts/install/mcp-ts-client.sh oauth URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
+#   scripts/install/mcp-ts-client.sh oauth-code URL PLAN
 #   scripts/install/mcp-ts-client.sh --install      only install
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +41,10 @@ exec 9>&-
 [ "${1:-}" = "--install" ] && exit 0
 if [ "$1" = "ajv" ]; then
   TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_ajv.mjs
+fi
+if [ "$1" = "oauth-code" ]; then
+  shift
+  TS_SDK_DIR="$DIR" exec "$NODE" interop/ts_oauth_code_client.mjs "$@"
 fi
 if [ "$1" = "oauth" ]; then
   shift

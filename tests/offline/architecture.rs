@@ -17,6 +17,8 @@ use syn::{Item, Token, UseTree};
 /// The layers, lowest first. Every top-level module of the crate is in one,
 /// and so is every module of a [`TRANSPORTS`] directory.
 const LAYERS: &[&[&str]] = &[
+    // The attribute's parsers, the macro crate's file.
+    &["attribute"],
     // Leaves.
     &[
         "duration", "error", "log_text", "names", "rate", "scope", "state",

@@ -12,7 +12,7 @@ use std::time::Duration;
 // Read by the `serve` command only.
 #[cfg_attr(not(all(feature = "cli", feature = "pulsar")), allow(dead_code))]
 pub(crate) fn parse(text: &str) -> Result<Duration, String> {
-    attribute::parse_millis(text)
+    crate::attribute::parse_millis(text)
         .map(Duration::from_millis)
         .map_err(|problem| match problem {
             Problem::Form => format!(
@@ -33,17 +33,12 @@ pub(crate) fn format(limit: Duration) -> String {
     }
 }
 
-/// The attribute's parsers (the macro crate's file), which the runtime
-/// reads durations and rates with.
-#[path = "attribute_duration.rs"]
-#[cfg_attr(not(all(feature = "cli", feature = "pulsar")), allow(dead_code))]
-pub(crate) mod attribute;
-
-use attribute::DurationProblem as Problem;
+use crate::attribute::DurationProblem as Problem;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attribute;
 
     #[test]
     fn flags_and_the_attribute_read_durations_alike() {

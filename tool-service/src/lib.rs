@@ -100,6 +100,8 @@ extern crate self as tool_service;
 // The modules, grouped by what they do. Which may use which is
 // tests/offline/architecture.rs's layer list, and only there.
 //
+// The attribute's parsers (the macro crate's file).
+mod attribute;
 // Leaves.
 mod duration;
 mod error;

@@ -119,7 +119,7 @@ impl Rate {
     /// Read as the attribute writes it; the error completes a sentence that
     /// starts with what was read ("`rate` must …").
     fn parse(text: &str) -> Result<Self, &'static str> {
-        let (calls, unit) = crate::duration::attribute::parse_rate(text)?;
+        let (calls, unit) = crate::attribute::parse_rate(text)?;
         let unit = match unit {
             's' => Unit::Second,
             'm' => Unit::Minute,
@@ -178,7 +178,7 @@ mod tests {
         let _ = Rate::per_minute(0);
     }
 
-    use crate::duration::attribute;
+    use crate::attribute;
 
     #[test]
     fn flags_and_the_attribute_read_rates_alike() {

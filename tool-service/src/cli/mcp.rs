@@ -130,6 +130,19 @@ struct OAuthArgs {
         value_name = "CLAIM"
     )]
     oauth_user_claim: String,
+    /// The token claims the granted scopes are read from, the first the
+    /// token has (repeatable): `roles` (Entra ID applications),
+    /// `permissions` (Auth0), `realm_access.roles` (Keycloak; dots reach
+    /// nested claims).
+    #[arg(
+        help_heading = super::headings::OAUTH,
+        long,
+        env = "TOOL_SERVICE_OAUTH_SCOPE_CLAIM",
+        value_delimiter = ',',
+        default_values_t = [String::from("scope"), String::from("scp")],
+        value_name = "CLAIM"
+    )]
+    oauth_scope_claim: Vec<String>,
     /// The scopes a service's tools need, in place of its attribute's
     /// (repeatable; `SERVICE_ID=` alone: none).
     #[arg(help_heading = super::headings::OAUTH, long, env = "TOOL_SERVICE_OAUTH_SCOPE", value_delimiter = ',', value_name = "SERVICE_ID=SCOPE", value_parser = parse_scope, requires = "oauth_issuer")]
@@ -190,7 +203,8 @@ impl OAuthArgs {
             return Ok(None);
         };
         let mut options = crate::mcp::OAuthOptions::new(issuer, resource)
-            .user_claim(self.oauth_user_claim.clone());
+            .user_claim(self.oauth_user_claim.clone())
+            .scope_claims(self.oauth_scope_claim.iter().cloned());
         options.audiences.clone_from(&self.oauth_audience);
         if !self.oauth_algorithm.is_empty() {
             options.algorithms.clone_from(&self.oauth_algorithm);

@@ -31,7 +31,7 @@ use super::{Algorithm, Reason};
 pub(crate) struct Claims {
     /// The value of the claim that names the user, when it has one.
     pub(crate) user: Option<String>,
-    /// The scopes granted (`scope`, space-separated, or `scp`).
+    /// The scopes granted (by default `scope`, space-separated, or `scp`).
     pub(crate) scopes: Vec<String>,
     /// When the token expires (seconds since the epoch).
     pub(crate) expires: u64,
@@ -45,6 +45,7 @@ pub(crate) struct Rules {
     pub(crate) algorithms: Vec<Algorithm>,
     pub(crate) leeway: Duration,
     pub(crate) user_claim: String,
+    pub(crate) scope_claims: Vec<String>,
 }
 
 /// A token in three parts, not yet checked.
@@ -206,16 +207,18 @@ pub(crate) fn claims(
     };
     Ok(Claims {
         user,
-        scopes: scopes(payload)?,
+        scopes: scopes(payload, &rules.scope_claims)?,
         expires,
     })
 }
 
-/// The granted scopes: `scope` (RFC 9068, space-separated) or `scp` (a
-/// list or a string, as some issuers write them).
-fn scopes(payload: &Map<String, Value>) -> Result<Vec<String>, Reason> {
+/// The granted scopes: the first of `claims` the token has (by default
+/// `scope`, RFC 9068's, then `scp`), a space-separated string or a list.
+/// A claim whose name has dots and that the token does not have under that
+/// name is looked for nested (`realm_access.roles`).
+fn scopes(payload: &Map<String, Value>, claims: &[String]) -> Result<Vec<String>, Reason> {
     let words = |text: &str| text.split_ascii_whitespace().map(str::to_owned).collect();
-    match payload.get("scope").or_else(|| payload.get("scp")) {
+    match claims.iter().find_map(|claim| claim_at(payload, claim)) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::String(text)) => Ok(words(text)),
         Some(Value::Array(list)) => list
@@ -224,6 +227,19 @@ fn scopes(payload: &Map<String, Value>) -> Result<Vec<String>, Reason> {
             .collect(),
         Some(_) => Err(Reason::Malformed),
     }
+}
+
+/// The claim `name`: at the top level, or else along its dotted path.
+fn claim_at<'a>(payload: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    if let Some(value) = payload.get(name) {
+        return Some(value);
+    }
+    let mut steps = name.split('.');
+    let mut value = payload.get(steps.next()?)?;
+    for step in steps {
+        value = value.as_object()?.get(step)?;
+    }
+    Some(value)
 }
 
 /// A NumericDate: a non-negative JSON number, seconds (fractions dropped).
@@ -357,6 +373,7 @@ pub(crate) mod tests {
             algorithms: Algorithm::ALL.to_vec(),
             leeway: Duration::from_secs(30),
             user_claim: "sub".into(),
+            scope_claims: vec!["scope".into(), "scp".into()],
         }
     }
 
@@ -504,6 +521,46 @@ pub(crate) mod tests {
         for (token, reason) in cases {
             assert_eq!(check(&token, &keys), Err(reason), "{token}");
         }
+    }
+
+    #[test]
+    fn scopes_come_from_the_claims_an_issuer_writes_them_in() {
+        let signer = Signer::new("k1");
+        let keys = keys(&signer);
+        let mut claims = good_claims();
+        claims.as_object_mut().unwrap().remove("scope");
+        // Entra ID's application tokens, Auth0's permissions, Keycloak's
+        // realm roles, and a namespaced claim whose name has dots.
+        claims["roles"] = json!(["Tickets.Read"]);
+        claims["permissions"] = json!(["read:tickets", "write:tickets"]);
+        claims["realm_access"] = json!({"roles": ["tickets-reader"]});
+        claims["https://tools.example/scopes"] = json!("a b");
+        let token = signer.sign(&claims);
+        for (claims_read, expected) in [
+            (vec!["roles"], vec!["Tickets.Read"]),
+            (vec!["permissions"], vec!["read:tickets", "write:tickets"]),
+            (vec!["realm_access.roles"], vec!["tickets-reader"]),
+            (vec!["https://tools.example/scopes"], vec!["a", "b"]),
+            (vec!["scope", "scp", "roles"], vec!["Tickets.Read"]),
+            (
+                vec!["realm_access.missing", "permissions"],
+                vec!["read:tickets", "write:tickets"],
+            ),
+            (vec!["absent"], vec![]),
+        ] {
+            let mut rules = rules();
+            rules.scope_claims = claims_read
+                .iter()
+                .map(|claim| (*claim).to_owned())
+                .collect();
+            let parsed = parse(&token, &rules).unwrap();
+            let got = parsed.check(&keys, &rules, now()).unwrap();
+            assert_eq!(got.scopes, expected, "{claims_read:?}");
+        }
+        let mut rules = rules();
+        rules.scope_claims = vec!["realm_access".into()];
+        let parsed = parse(&token, &rules).unwrap();
+        assert_eq!(parsed.check(&keys, &rules, now()), Err(Reason::Malformed));
     }
 
     #[test]

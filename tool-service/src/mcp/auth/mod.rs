@@ -101,6 +101,13 @@ pub struct OAuthOptions {
     /// The claim whose value is the caller's name,
     /// [`Context::user`](crate::Context::user): `sub` by default.
     pub user_claim: String,
+    /// The claims the granted scopes are read from, the first the token
+    /// has: `scope` (RFC 9068), then `scp`, by default. Other issuers
+    /// use: `roles` (Entra ID's application tokens), `permissions`
+    /// (Auth0), `realm_access.roles` (Keycloak; a dotted name is looked
+    /// for nested when no claim has that name). A space-separated string
+    /// or a list of strings.
+    pub scope_claims: Vec<String>,
     /// The signature algorithms accepted. Default: RS256, RS384, RS512,
     /// PS256, PS384, PS512, ES256, ES384 and EdDSA.
     pub algorithms: Vec<Algorithm>,
@@ -124,6 +131,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("resource", &self.resource)
             .field("audiences", &self.audiences)
             .field("user_claim", &self.user_claim)
+            .field("scope_claims", &self.scope_claims)
             .field("algorithms", &self.algorithms)
             .field("leeway", &self.leeway)
             .field("scopes", &self.scopes)
@@ -150,6 +158,7 @@ impl OAuthOptions {
             resource: resource.into(),
             audiences: Vec::new(),
             user_claim: String::from("sub"),
+            scope_claims: vec![String::from("scope"), String::from("scp")],
             algorithms: Algorithm::ALL.to_vec(),
             leeway: DEFAULT_LEEWAY,
             scopes: HashMap::new(),
@@ -161,6 +170,26 @@ impl OAuthOptions {
     /// These options, naming the caller by `claim` instead of `sub`.
     pub fn user_claim(mut self, claim: impl Into<String>) -> Self {
         self.user_claim = claim.into();
+        self
+    }
+
+    /// These options, reading the granted scopes from `claims` (the first
+    /// the token has) instead of `scope` and `scp`.
+    ///
+    /// ```
+    /// use tool_service::mcp::OAuthOptions;
+    ///
+    /// // Keycloak's realm roles as scopes.
+    /// let oauth = OAuthOptions::new("https://login.example.com/realms/tools", "https://tools.example.com/mcp")
+    ///     .scope_claims(["realm_access.roles"]);
+    /// assert_eq!(oauth.scope_claims, ["realm_access.roles"]);
+    /// ```
+    pub fn scope_claims<I>(mut self, claims: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.scope_claims = claims.into_iter().map(Into::into).collect();
         self
     }
 
@@ -205,6 +234,14 @@ impl OAuthOptions {
         }
         if self.user_claim.trim().is_empty() {
             return Err(String::from("the user claim is empty"));
+        }
+        if self.scope_claims.is_empty()
+            || self
+                .scope_claims
+                .iter()
+                .any(|claim| claim.trim().is_empty())
+        {
+            return Err(String::from("a scope claim is empty (or none is named)"));
         }
         if self.algorithms.is_empty() {
             return Err(String::from("no signature algorithm is accepted"));
@@ -336,6 +373,7 @@ impl Authorizer {
             algorithms: options.algorithms.clone(),
             leeway: options.leeway,
             user_claim: options.user_claim.clone(),
+            scope_claims: options.scope_claims.clone(),
         };
         metrics.mcp_auth_keys_loaded(false);
         Ok(Self {
