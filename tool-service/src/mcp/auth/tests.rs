@@ -265,3 +265,62 @@ fn every_reason_has_its_own_label_and_the_metric_lists_each() {
         "the metric's reasons (metrics::MCP_AUTH_REASONS) and Reason::label differ"
     );
 }
+
+#[test]
+fn the_static_token_is_read_as_oauth_reads_a_token_and_refusals_are_counted() {
+    let headers = |values: &[&str]| {
+        let mut headers = http::HeaderMap::new();
+        for value in values {
+            headers.append(http::header::AUTHORIZATION, value.parse().unwrap());
+        }
+        headers
+    };
+    let reason = |values: &[&str]| {
+        check_static(&headers(values), "s3cret")
+            .err()
+            .map(|refusal| refusal.reason)
+    };
+    assert_eq!(reason(&["Bearer s3cret"]), None);
+    assert_eq!(reason(&["bearer s3cret"]), None);
+    assert_eq!(reason(&["BEARER  s3cret "]), None);
+    assert_eq!(reason(&["Bearer s3cret2"]), Some(Reason::NotAccepted));
+    assert_eq!(reason(&["Bearer s3cre"]), Some(Reason::NotAccepted));
+    assert_eq!(reason(&["Bearer "]), Some(Reason::BadRequest));
+    assert_eq!(
+        reason(&["Bearer s3cret", "Bearer s3cret"]),
+        Some(Reason::BadRequest)
+    );
+    assert_eq!(reason(&["Basic s3cret"]), Some(Reason::Missing));
+    assert_eq!(reason(&["s3cret"]), Some(Reason::Missing));
+    assert_eq!(reason(&[]), Some(Reason::Missing));
+    let huge = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES + 1));
+    assert_eq!(reason(&[huge.as_str()]), Some(Reason::TooLarge));
+
+    // Answered as OAuth answers, without the resource metadata a port
+    // without OAuth has none of; counted by reason.
+    let metrics = crate::metrics::Metrics::new();
+    let wrong = check_static(&headers(&["Bearer nope"]), "s3cret").unwrap_err();
+    let response = wrong.answer(None, &[], &metrics);
+    assert_eq!(response.status(), 401);
+    assert_eq!(
+        response.headers()[http::header::WWW_AUTHENTICATE],
+        "Bearer error=\"invalid_token\", error_description=\"the bearer token is not the one this server takes\""
+    );
+    let missing = check_static(&headers(&[]), "s3cret").unwrap_err();
+    let response = missing.answer(None, &[], &metrics);
+    assert_eq!(response.headers()[http::header::WWW_AUTHENTICATE], "Bearer");
+    let rendered = metrics.render();
+    for reason in ["not_accepted", "missing_token"] {
+        assert!(
+            rendered.contains(&format!(
+                "tg_tool_service_mcp_auth_refusals_total{{reason=\"{reason}\"}} 1"
+            )),
+            "{rendered}"
+        );
+    }
+    // No issuer, so no keys to wait for.
+    assert!(
+        !rendered.contains("tg_tool_service_mcp_auth_keys_loaded"),
+        "{rendered}"
+    );
+}
