@@ -15,6 +15,8 @@
 // their form, the secret left out).
 import { createRequire } from "node:module";
 
+import { recordingFetch, runPlan } from "./ts_plan.mjs";
+
 const require = createRequire(`${process.env.TS_SDK_DIR}/package.json`);
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -25,17 +27,6 @@ const plan = JSON.parse(planText);
 const options = JSON.parse(optionsText ?? "{}");
 
 const requests = [];
-async function recordingFetch(input, init) {
-  const response = await fetch(input, init);
-  const entry = { method: init?.method ?? "GET", url: String(input instanceof Request ? input.url : input), status: response.status };
-  if (init?.body instanceof URLSearchParams) {
-    const form = Object.fromEntries(init.body);
-    delete form.client_secret;
-    entry.form = form;
-  }
-  requests.push(entry);
-  return response;
-}
 
 const provider = new ClientCredentialsProvider({
   clientId,
@@ -46,22 +37,8 @@ const provider = new ClientCredentialsProvider({
 const client = new Client({ name: "ts-oauth-interop", version: "1.0.0" });
 const clientErrors = [];
 client.onerror = (error) => clientErrors.push(String(error?.message ?? error));
-const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch });
+const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch(requests) });
 
-const described = (error) => ({ error: String(error?.message ?? error), status: error?.code ?? null });
 const out = { tools: null, calls: [], requests, clientErrors };
-try {
-  await client.connect(transport);
-  out.tools = (await client.listTools()).tools.map((tool) => tool.name);
-  for (const step of plan) {
-    try {
-      out.calls.push({ tool: step.tool, result: await client.callTool({ name: step.tool, arguments: step.arguments }) });
-    } catch (error) {
-      out.calls.push({ tool: step.tool, ...described(error) });
-    }
-  }
-  await client.close();
-} catch (error) {
-  out.connectError = described(error);
-}
+await runPlan(client, () => client.connect(transport), plan, out);
 console.log(JSON.stringify(out));

@@ -16,6 +16,8 @@
 import crypto from "node:crypto";
 import { createRequire } from "node:module";
 
+import { recordingFetch, runPlan } from "./ts_plan.mjs";
+
 const require = createRequire(`${process.env.TS_SDK_DIR}/package.json`);
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
@@ -28,15 +30,6 @@ const plan = JSON.parse(planText);
 const REDIRECT = "http://127.0.0.1:1/callback";
 
 const requests = [];
-async function recordingFetch(input, init) {
-  const response = await fetch(input, init);
-  const entry = { method: init?.method ?? "GET", url: String(input instanceof Request ? input.url : input), status: response.status };
-  if (init?.body instanceof URLSearchParams) {
-    entry.form = Object.fromEntries(init.body);
-  }
-  requests.push(entry);
-  return response;
-}
 
 // The browser's part: follows the authorization endpoint's redirects,
 // keeping its cookies, until one goes back to the host with the code.
@@ -121,32 +114,25 @@ const provider = new HostProvider();
 const client = new Client({ name: "ts-host-interop", version: "1.0.0" });
 const clientErrors = [];
 client.onerror = (error) => clientErrors.push(String(error?.message ?? error));
-const transport = () => new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch });
+const transport = () => new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recordingFetch(requests) });
 
-const described = (error) => ({ error: String(error?.message ?? error), status: error?.code ?? null });
 const out = { tools: null, calls: [], requests, clientErrors };
-try {
-  const first = transport();
-  try {
-    await client.connect(first);
-  } catch (error) {
-    if (!(error instanceof UnauthorizedError) || !provider.code) throw error;
-    // Back from the browser with the code: the token, then connect again.
-    await first.finishAuth(provider.code);
-    await client.connect(transport());
-  }
-  out.tools = (await client.listTools()).tools.map((tool) => tool.name);
-  for (const step of plan) {
+await runPlan(
+  client,
+  async () => {
+    const first = transport();
     try {
-      out.calls.push({ tool: step.tool, result: await client.callTool({ name: step.tool, arguments: step.arguments }) });
+      await client.connect(first);
     } catch (error) {
-      out.calls.push({ tool: step.tool, ...described(error) });
+      if (!(error instanceof UnauthorizedError) || !provider.code) throw error;
+      // Back from the browser with the code: the token, then connect again.
+      await first.finishAuth(provider.code);
+      await client.connect(transport());
     }
-  }
-  await client.close();
-} catch (error) {
-  out.connectError = described(error);
-}
+  },
+  plan,
+  out,
+);
 out.registered = provider.registered ?? null;
 out.authorization = provider.authorization ?? null;
 const accessToken = provider.saved?.access_token;
