@@ -17,7 +17,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use tool_service::mcp::{McpOptions, McpServer, SchemaFlavor, NO_OUTPUT};
+use tool_service::host::{Host, HostOptions, Running, Transports};
+use tool_service::mcp::{HttpTransport, McpOptions, McpServer, SchemaFlavor, NO_OUTPUT};
 use tool_service::{tool_service, Chunks, Context, Registry, StreamClosed, ToolError};
 
 /// Tell a joke on a given topic.
@@ -200,14 +201,19 @@ struct Connected {
 }
 
 async fn connect() -> Connected {
-    connect_with(|_| {}).await
+    connect_with(|_| {}, |_| {}).await
 }
 
-async fn connect_with(configure: impl FnOnce(&mut McpOptions)) -> Connected {
+async fn connect_with(
+    configure: impl FnOnce(&mut McpOptions),
+    host: impl FnOnce(&mut HostOptions),
+) -> Connected {
     let registry = Arc::new(Registry::collect().unwrap());
     let mut options = McpOptions::new("mcp-tests", "1.2.3");
     configure(&mut options);
-    let server = McpServer::new(registry, options).unwrap();
+    let mut host_options = HostOptions::default();
+    host(&mut host_options);
+    let server = McpServer::new(Host::new(registry, &host_options).unwrap(), options);
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let serving = server.clone();
     tokio::spawn(async move {
@@ -383,7 +389,11 @@ async fn annotations_and_titles_reach_tools_list() {
 
 #[tokio::test]
 async fn the_portable_flavour_serves_what_strict_providers_take() {
-    let connected = connect_with(|options| options.schema_flavor = SchemaFlavor::Portable).await;
+    let connected = connect_with(
+        |options| options.schema_flavor = SchemaFlavor::Portable,
+        |_| {},
+    )
+    .await;
     let tools = connected.client.list_all_tools().await.unwrap();
     let pun = tools.iter().find(|tool| tool.name == "tell-pun").unwrap();
     // No dialect, no lists of types, no formats providers refuse, an
@@ -577,7 +587,7 @@ async fn a_call_the_client_cancels_drops_the_handler() {
         HOLD_DROPPED.load(Ordering::SeqCst)
     })
     .await;
-    assert_eq!(connected.server.in_flight(), 0);
+    assert_eq!(connected.server.host().in_flight(), 0);
 }
 
 #[tokio::test]
@@ -603,8 +613,8 @@ async fn the_drain_lets_calls_in_flight_finish_and_refuses_new_ones() {
             HOLD_STARTED.load(Ordering::SeqCst) > started
         })
         .await;
-        assert_eq!(connected.server.in_flight(), 1);
-        let drained = connected.server.drain(Duration::from_secs(5)).await;
+        assert_eq!(connected.server.host().in_flight(), 1);
+        let drained = connected.server.host().drain(Duration::from_secs(5)).await;
         let refused = call(&connected, "tell-pun", json!({"topic": "late"})).await;
         (drained, refused)
     };
@@ -619,7 +629,7 @@ async fn the_drain_lets_calls_in_flight_finish_and_refuses_new_ones() {
 async fn over_the_memory_budget_a_call_is_answered_overloaded_and_a_large_one_runs_alone() {
     let _turn = HOLDING.lock().await;
     // Less than one call's arguments: a call runs only alone.
-    let connected = connect_with(|options| options.host.memory_budget = 8).await;
+    let connected = connect_with(|_| {}, |host| host.memory_budget = 8).await;
     let started = HOLD_STARTED.load(Ordering::SeqCst);
     let running = call(&connected, "hold", json!({"ms": 300}));
     let refused = async {
@@ -717,17 +727,22 @@ fn raw_request(address: std::net::SocketAddr, headers: &str, body: &Value) -> St
     )
 }
 
-/// Serves `server` over HTTP on a port of its own, with `options`.
+/// Serves every tool over HTTP on a port of its own, with `options`: its
+/// address, and the transport running (until dropped).
 async fn serve_http_on_any_port(
-    server: McpServer,
     options: tool_service::mcp::HttpOptions,
-) -> std::net::SocketAddr {
+) -> (std::net::SocketAddr, Running) {
+    let registry = Arc::new(Registry::collect().unwrap());
+    let host = Host::new(registry, &HostOptions::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        tool_service::mcp::serve_http(server, listener, options, std::future::pending()).await
-    });
-    address
+    let mut running = Transports::new(host)
+        .with(HttpTransport::new(listener, options))
+        .start()
+        .await
+        .unwrap();
+    running.ready().await.unwrap();
+    (address, running)
 }
 
 /// The JSON-RPC answer in an HTTP response (plain JSON or one SSE event).
@@ -744,9 +759,7 @@ fn answer_of(response: &str) -> Value {
 #[tokio::test]
 async fn a_container_on_this_machine_reaches_the_server_by_the_hosts_names_for_it() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default()).unwrap();
-    let address = serve_http_on_any_port(server, Default::default()).await;
+    let (address, _running) = serve_http_on_any_port(Default::default()).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}})
@@ -782,14 +795,10 @@ async fn a_container_on_this_machine_reaches_the_server_by_the_hosts_names_for_i
 
 #[tokio::test]
 async fn lists_carry_cache_hints_on_the_2026_wire_private_when_the_request_had_a_token() {
-    let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default()).unwrap();
-    let open = serve_http_on_any_port(server.clone(), Default::default()).await;
-    let guarded = serve_http_on_any_port(
-        server,
-        tool_service::mcp::HttpOptions::default().with_token("s3cret"),
-    )
-    .await;
+    let (open, _open) = serve_http_on_any_port(Default::default()).await;
+    let (guarded, _guarded) =
+        serve_http_on_any_port(tool_service::mcp::HttpOptions::default().with_token("s3cret"))
+            .await;
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}});
@@ -847,20 +856,7 @@ async fn lists_carry_cache_hints_on_the_2026_wire_private_when_the_request_had_a
 async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() {
     use tokio::io::AsyncWriteExt;
     let _turn = HOLDING.lock().await;
-    let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let serving = server.clone();
-    tokio::spawn(async move {
-        tool_service::mcp::serve_http(
-            serving,
-            listener,
-            tool_service::mcp::HttpOptions::default(),
-            std::future::pending(),
-        )
-        .await
-    });
+    let (address, running) = serve_http_on_any_port(Default::default()).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}});
@@ -890,13 +886,13 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
         HOLD_STARTED.load(Ordering::SeqCst) > started
     })
     .await;
-    assert_eq!(server.in_flight(), 1);
+    assert_eq!(running.host().in_flight(), 1);
     drop(stream);
     wait_for("the handler to be dropped", || {
         HOLD_DROPPED.load(Ordering::SeqCst)
     })
     .await;
-    wait_for("no call in flight", || server.in_flight() == 0).await;
+    wait_for("no call in flight", || running.host().in_flight() == 0).await;
     // Dropped, not run to its end.
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
@@ -908,13 +904,9 @@ async fn over_http_a_client_that_disconnects_mid_call_has_its_handler_dropped() 
 #[tokio::test]
 async fn a_refusal_before_the_body_is_read_says_the_connection_closes_and_an_answer_keeps_it() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default()).unwrap();
-    let address = serve_http_on_any_port(
-        server,
-        tool_service::mcp::HttpOptions::default().with_token("s3cret"),
-    )
-    .await;
+    let (address, _running) =
+        serve_http_on_any_port(tool_service::mcp::HttpOptions::default().with_token("s3cret"))
+            .await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}})
@@ -986,9 +978,7 @@ fn status_type_answer(response: &str) -> (String, String, Option<Value>) {
 
 #[tokio::test]
 async fn the_requests_answered_directly_get_the_answers_rmcp_gives() {
-    let registry = Arc::new(Registry::collect().unwrap());
-    let server = McpServer::new(registry, McpOptions::default()).unwrap();
-    let address = serve_http_on_any_port(server, Default::default()).await;
+    let (address, _running) = serve_http_on_any_port(Default::default()).await;
     let initialize = |version: &str| {
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {},

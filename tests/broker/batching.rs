@@ -65,7 +65,7 @@ async fn burst(
 ) -> (Vec<i32>, String) {
     let service = format!("{topic}-service");
     let serving =
-        InProcess::start_with(&[&service], |options| options.batch_responses = batch).await;
+        InProcess::start_with(&[&service], |_, options| options.batch_responses = batch).await;
     let mut raw = RawTopic::open(persistence, topic).await;
     let calls: Vec<_> = (0..CALLS)
         .map(|n| serde_json::json!({ "text": format!("call {n}") }))

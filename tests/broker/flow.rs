@@ -122,7 +122,7 @@ async fn a_persistent_topic_keeps_what_the_replica_has_no_room_for() {
     let _suite = support::suite(module_path!());
     // One running, one waiting: on a non-persistent topic the rest of a burst
     // is refused `overloaded` (transport.rs); here the broker keeps it.
-    let _served = support::InProcess::start_with(&["it-flow-durable-service"], |options| {
+    let _served = support::InProcess::start_with(&["it-flow-durable-service"], |_, options| {
         options.receive_window = Some(1);
     })
     .await;
@@ -245,8 +245,8 @@ async fn it_flow_stuck() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grace_period_abandons_what_still_runs() {
     let _suite = support::suite(module_path!());
-    let served = support::InProcess::start_with(&["it-flow-stuck-service"], |options| {
-        options.host.grace_period = Duration::from_millis(300);
+    let served = support::InProcess::start_with(&["it-flow-stuck-service"], |host, _| {
+        host.grace_period = Duration::from_millis(300);
     })
     .await;
     let client = support::client_on(
@@ -486,18 +486,22 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
         .name(String::from("it-loop"))
         .spawn(move || {
             runtime.block_on(async {
-                let registry = tool_service::Registry::collect().unwrap();
-                let mut options =
-                    tool_service::pulsar::serve::ServeOptions::new(support::require_broker());
-                options.host.only = vec![
+                let registry = std::sync::Arc::new(tool_service::Registry::collect().unwrap());
+                let mut options = tool_service::host::HostOptions::default();
+                options.only = vec![
                     String::from("it-flow-where-service"),
                     String::from("it-flow-where-slow-service"),
                 ];
-                tool_service::pulsar::serve::serve(&registry, &options, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap()
+                let host = tool_service::host::Host::new(registry, &options).unwrap();
+                tool_service::host::Transports::new(host)
+                    .with(tool_service::pulsar::serve::PulsarTransport::new(
+                        tool_service::pulsar::serve::ServeOptions::new(support::require_broker()),
+                    ))
+                    .run(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap()
             })
         })
         .unwrap();
@@ -510,7 +514,7 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
             Duration::from_secs(2),
         )
         .await;
-        // Until serve has subscribed (a request before that is dropped).
+        // Until it has subscribed (a request before that is dropped).
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while fast.call(&json!({}), &json!({})).await.is_err() {
             assert!(std::time::Instant::now() < deadline, "serve did not answer");
@@ -550,8 +554,8 @@ fn ready_requests_are_answered_by_the_loop_and_slow_ones_on_the_workers() {
         );
     });
     stop.send(()).unwrap();
-    let reports = server.join().unwrap();
-    assert_eq!(reports["it-flow-where-slow-service"].answered, 12);
+    let served = server.join().unwrap();
+    assert_eq!(served.services["it-flow-where-slow-service"].answered, 12);
 }
 
 /// The peak resident set of process `pid` so far, in MiB.

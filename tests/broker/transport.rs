@@ -268,7 +268,7 @@ async fn a_thousand_concurrent_requests_are_each_answered_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_on_a_non_persistent_topic_is_answered_never_dropped() {
     let _suite = support::suite(module_path!());
-    let _served = support::InProcess::start_with(&["it-slow-service"], |options| {
+    let _served = support::InProcess::start_with(&["it-slow-service"], |_, options| {
         options.receive_window = Some(3);
     })
     .await;
@@ -343,12 +343,10 @@ async fn a_stream_has_exactly_one_end_frame_on_the_wire_and_it_is_last() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_services_are_refused_before_connecting() {
     let _suite = support::suite(module_path!());
-    let registry = tool_service::Registry::collect().unwrap();
-    let mut options = tool_service::pulsar::serve::ServeOptions::new("pulsar://127.0.0.1:9");
-    options.host.only = vec![String::from("no-such-service")];
-    let error = tool_service::pulsar::serve::serve(&registry, &options, std::future::pending())
-        .await
-        .unwrap_err();
+    let registry = std::sync::Arc::new(tool_service::Registry::collect().unwrap());
+    let mut options = tool_service::host::HostOptions::default();
+    options.only = vec![String::from("no-such-service")];
+    let error = tool_service::host::Host::new(registry, &options).unwrap_err();
     assert!(
         error
             .to_string()
@@ -358,23 +356,25 @@ async fn unknown_services_are_refused_before_connecting() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_returns_after_its_shutdown_future_completes() {
+async fn serving_returns_after_its_shutdown_future_completes() {
     let _suite = support::suite(module_path!());
-    let registry = tool_service::Registry::collect().unwrap();
-    let mut options = tool_service::pulsar::serve::ServeOptions::new(support::require_broker());
-    options.host.only = vec![String::from("it-echo-service")];
+    let registry = std::sync::Arc::new(tool_service::Registry::collect().unwrap());
+    let mut options = tool_service::host::HostOptions::default();
+    options.only = vec![String::from("it-echo-service")];
+    let host = tool_service::host::Host::new(registry, &options).unwrap();
     let started = std::time::Instant::now();
-    let reports = tokio::time::timeout(
+    let served = tokio::time::timeout(
         Duration::from_secs(20),
-        tool_service::pulsar::serve::serve(
-            &registry,
-            &options,
-            tokio::time::sleep(Duration::from_secs(1)),
-        ),
+        tool_service::host::Transports::new(host)
+            .with(tool_service::pulsar::serve::PulsarTransport::new(
+                tool_service::pulsar::serve::ServeOptions::new(support::require_broker()),
+            ))
+            .run(tokio::time::sleep(Duration::from_secs(1))),
     )
     .await
-    .expect("serve stops after its shutdown future")
+    .expect("serving stops after its shutdown future")
     .unwrap();
     assert!(started.elapsed() >= Duration::from_secs(1));
-    assert_eq!(reports["it-echo-service"].abandoned, 0);
+    assert_eq!(served.abandoned, 0);
+    assert_eq!(served.services["it-echo-service"].abandoned, 0);
 }

@@ -10,8 +10,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use tool_service::host::{Host, HostOptions, Running, ServiceReport, Transports};
 use tool_service::pulsar::broker::pulsar::{producer, Consumer, Producer, Pulsar, TokioExecutor};
-use tool_service::pulsar::serve::{ServeOptions, Serving};
+use tool_service::pulsar::serve::{PulsarTransport, ServeOptions};
 use tool_service::wire::Frame;
 use tool_service::Registry;
 
@@ -121,55 +122,42 @@ pub(crate) async fn client_on(
 pub(crate) struct InProcess {
     /// The metrics of the services served.
     pub metrics: std::sync::Arc<tool_service::metrics::Metrics>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<
-        tokio::task::JoinHandle<
-            std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport>,
-        >,
-    >,
+    running: Running,
 }
 
 impl InProcess {
     pub(crate) async fn start(only: &[&str]) -> Self {
-        Self::start_with(only, |_| {}).await
+        Self::start_with(only, |_, _| {}).await
     }
 
+    /// Serves `only` on Pulsar, with the host's and the transport's options
+    /// as `configure` sets them, once every service is subscribed.
     pub(crate) async fn start_with(
         only: &[&str],
-        configure: impl FnOnce(&mut ServeOptions),
+        configure: impl FnOnce(&mut HostOptions, &mut ServeOptions),
     ) -> Self {
-        let registry = Registry::collect().expect("a valid registry");
+        let registry = std::sync::Arc::new(Registry::collect().expect("a valid registry"));
+        let mut host = HostOptions::default();
+        host.only = only.iter().map(|id| (*id).to_owned()).collect();
         let mut options = ServeOptions::new(require_broker());
-        options.host.only = only.iter().map(|id| (*id).to_owned()).collect();
-        configure(&mut options);
-        let serving = Serving::start(&registry, &options, std::future::pending())
+        configure(&mut host, &mut options);
+        let host = Host::new(registry, &host).expect("the services to serve");
+        let metrics = std::sync::Arc::clone(host.metrics());
+        let mut running = Transports::new(host)
+            .with(PulsarTransport::new(options))
+            .start()
             .await
+            .expect("start serving");
+        tokio::time::timeout(Duration::from_secs(60), running.ready())
+            .await
+            .expect("the services subscribed within a minute")
             .expect("subscribe the services");
-        let metrics = serving.metrics();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serving.run_until(async move {
-            let _ = stopped.await;
-        }));
-        Self {
-            metrics,
-            stop: Some(stop),
-            task: Some(task),
-        }
+        Self { metrics, running }
     }
 
-    pub(crate) async fn stop(
-        mut self,
-    ) -> std::collections::HashMap<&'static str, tool_service::pulsar::serve::ServiceReport> {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.take().unwrap().await.unwrap()
-    }
-}
-
-impl Drop for InProcess {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+    /// Drains and stops; what each service did.
+    pub(crate) async fn stop(self) -> std::collections::BTreeMap<&'static str, ServiceReport> {
+        self.running.stop().await.expect("serving ends").services
     }
 }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::host::{Host, Transports};
+use crate::host::{Host, HostOptions, Transports};
 use crate::mcp::{HttpOptions, HttpTransport, McpOptions, StdioTransport};
 use crate::registry::Registry;
 
@@ -281,12 +281,14 @@ pub(super) struct McpRun {
     listen: Option<SocketAddr>,
     http: HttpOptions,
     options: McpOptions,
+    /// What is served, and each service's policy.
+    host: HostOptions,
     metrics: Option<SocketAddr>,
 }
 
 impl McpRun {
     pub(super) fn grace_period(&self) -> Duration {
-        self.options.host.grace_period
+        self.host.grace_period
     }
 }
 
@@ -301,9 +303,9 @@ pub(super) fn prepare(
         Some(meta) => McpOptions::new(meta.name, meta.version),
         None => McpOptions::default(),
     };
-    options.host = args.host.options();
     options.schema_flavor = args.http.flavor();
-    crate::host::check_names(registry, &options.host)?;
+    let host = args.host.options();
+    crate::host::check_names(registry, &host)?;
     Ok(McpRun {
         // A server for this machine only keeps its metrics there too.
         metrics: args.metrics.unless_taken(
@@ -313,18 +315,18 @@ pub(super) fn prepare(
         listen: args.listen,
         http: args.http.options()?,
         options,
+        host,
     })
 }
 
 /// Serves MCP on stdio or HTTP until the client leaves (stdio) or SIGINT or
 /// SIGTERM; an error when calls were abandoned.
 pub(super) async fn run(registry: &Registry, run: McpRun) -> CliResult {
-    let host = Host::new(Arc::new(registry.clone()), &run.options.host)?;
+    let host = Host::new(Arc::new(registry.clone()), &run.host)?;
     let McpOptions {
         name,
         version,
         schema_flavor,
-        ..
     } = run.options;
     // The MCP port first, then the metrics port: a taken one fails at once.
     let mut transports = match run.listen {

@@ -137,7 +137,11 @@ pub(crate) struct ServeArgs {
 /// beside it.
 #[derive(Debug)]
 pub(super) struct ServeRun {
-    pub(super) options: ServeOptions,
+    options: ServeOptions,
+    /// What is served, and each service's policy, on every transport.
+    pub(super) host: crate::host::HostOptions,
+    /// Where `/metrics` and the probes are served.
+    metrics: Option<std::net::SocketAddr>,
     pub(super) worker_threads: Option<u16>,
     /// Where MCP is served beside Pulsar, how, and its name.
     #[cfg(feature = "mcp")]
@@ -172,12 +176,10 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
         }
         options.announce = Some(announce);
     }
-    options.host = args.host.options();
     options.receive_window = Some(args.receive_window as usize);
     options.max_message_size = args.max_message_size.map(|bytes| bytes as usize);
     options.log_payloads = args.log_payloads;
     options.batch_responses = args.response_batching;
-    options.metrics = args.metrics.unless_taken(args.metrics.address(true, None));
     #[cfg(feature = "mcp")]
     let mcp = match args.mcp_listen {
         Some(address) => Some((
@@ -192,6 +194,8 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
     let _ = meta;
     Ok(ServeRun {
         options,
+        host: args.host.options(),
+        metrics: args.metrics.unless_taken(args.metrics.address(true, None)),
         worker_threads: args.worker_threads,
         #[cfg(feature = "mcp")]
         mcp,
@@ -201,30 +205,27 @@ pub(super) fn prepare(args: ServeArgs, meta: Option<super::Meta>) -> Result<Serv
 /// Serves until SIGINT or SIGTERM, on Pulsar and (with --mcp-listen) over
 /// MCP; an error when requests were abandoned.
 pub(super) async fn serve(registry: &Registry, run: ServeRun) -> CliResult {
-    let options = &run.options;
+    use crate::host::{Host, Transports};
+    let host = Host::new(std::sync::Arc::new(registry.clone()), &run.host)?;
+    let mut transports = Transports::new(host);
     #[cfg(feature = "mcp")]
     if let Some((address, http, flavor, meta)) = run.mcp {
-        use crate::host::{Host, Transports};
-        let host = Host::new(std::sync::Arc::new(registry.clone()), &options.host)?;
         // Bound first, so a taken port fails at once.
         let listener = super::mcp::bind(address).await?;
         let mut mcp = crate::mcp::HttpTransport::new(listener, http).schema_flavor(flavor);
         if let Some(meta) = meta {
             mcp = mcp.named(meta.name, meta.version);
         }
-        let mut transports = Transports::new(host);
-        if let Some(address) = options.metrics {
-            transports = transports.metrics_on(address);
-        }
-        let served = transports
-            .with(crate::pulsar::serve::PulsarTransport::new(options.clone()))
-            .with(mcp)
-            .run(super::shutdown_signal())
-            .await?;
-        return abandoned(served.abandoned as u64);
+        transports = transports.with(mcp);
     }
-    let reports = crate::pulsar::serve::serve(registry, options, super::shutdown_signal()).await?;
-    abandoned(reports.values().map(|report| report.abandoned).sum())
+    if let Some(address) = run.metrics {
+        transports = transports.metrics_on(address);
+    }
+    let served = transports
+        .with(crate::pulsar::serve::PulsarTransport::new(run.options))
+        .run(super::shutdown_signal())
+        .await?;
+    abandoned(served.abandoned as u64)
 }
 
 /// Success, or an error when requests were abandoned at shutdown.

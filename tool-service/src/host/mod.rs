@@ -109,7 +109,8 @@ pub(crate) use call::{refused, OverBudget};
 #[cfg(feature = "pulsar")]
 pub(crate) use call::{Admitted, Call, Refusing};
 pub(crate) use limiter::RateLimiter;
-pub use serve::{RunError, Sealed, Served, Transport, TransportError, TransportRun, Transports};
+pub(crate) use serve::{sealed, TransportRun};
+pub use serve::{RunError, Running, Served, ServiceReport, Transport, TransportError, Transports};
 
 use crate::error::ToolError;
 use crate::metrics::Metrics;

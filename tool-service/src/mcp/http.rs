@@ -190,7 +190,7 @@ impl HttpOptions {
 pub struct HttpTransport {
     listener: TcpListener,
     http: HttpOptions,
-    identity: super::Identity,
+    server: super::McpOptions,
 }
 
 impl HttpTransport {
@@ -200,7 +200,7 @@ impl HttpTransport {
         Self {
             listener,
             http,
-            identity: super::Identity::default(),
+            server: super::McpOptions::default(),
         }
     }
 
@@ -208,14 +208,15 @@ impl HttpTransport {
     /// specification's until set).
     #[must_use]
     pub fn schema_flavor(mut self, flavor: super::SchemaFlavor) -> Self {
-        self.identity.schema_flavor = flavor;
+        self.server.schema_flavor = flavor;
         self
     }
 
     /// The server's name and version in `initialize`.
     #[must_use]
     pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.identity.named(name, version);
+        self.server.name = name.into();
+        self.server.version = version.into();
         self
     }
 }
@@ -224,21 +225,19 @@ impl crate::host::Transport for HttpTransport {
     fn name(&self) -> &'static str {
         "mcp"
     }
+}
 
-    fn run(
-        self: Box<Self>,
-        host: crate::host::Host,
-        _: crate::host::Sealed,
-    ) -> crate::host::TransportRun {
+impl crate::host::sealed::Runs for HttpTransport {
+    fn run(self: Box<Self>, host: crate::host::Host) -> crate::host::TransportRun {
         let Self {
             listener,
             http,
-            identity,
+            server,
         } = *self;
-        let server = identity.server(&host);
+        let server = McpServer::new(host, server);
         Box::pin(async move {
-            serve_http(server, listener, http, host.draining()).await?;
-            Ok(())
+            serve_http(server, listener, http).await?;
+            Ok(Vec::new())
         })
     }
 }
@@ -254,20 +253,17 @@ type Early = Box<hyper::Response<Body>>;
 const ISSUER_CHECK: Duration = Duration::from_secs(5);
 
 /// Serves `server` over Streamable HTTP at `http://ADDRESS/mcp` on
-/// `listener` until `shutdown` completes; then takes no new calls, lets
-/// those in flight finish within the host's grace period
-/// ([`HostOptions::grace_period`](crate::host::HostOptions::grace_period)),
-/// and closes.
+/// `listener` until its host's drain begins; then takes no new calls,
+/// answers while those in flight finish (the host's drain), and closes.
 ///
 /// # Errors
 /// Accepting connections failed for good; the TLS certificate or key do
 /// not load; or the OAuth options cannot serve (a malformed issuer or
 /// resource URL, scopes for a service not served, an unreadable CA file).
-pub async fn serve_http(
+async fn serve_http(
     server: McpServer,
     listener: TcpListener,
     options: HttpOptions,
-    shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let stop = CancellationToken::new();
     let factory = server.clone();
@@ -409,11 +405,11 @@ pub async fn serve_http(
         });
     };
     server.set_serving(true);
-    accept_until(&listener, shutdown, &accept).await;
+    accept_until(&listener, server.host().draining(), &accept).await;
+    server.set_serving(false);
     // Still answering while calls in flight finish (new ones are refused),
     // and a moment after, so that their clients can end their sessions.
-    let grace = server.host().grace_period();
-    accept_until(&listener, server.drain(grace), &accept).await;
+    accept_until(&listener, server.host().drained(), &accept).await;
     accept_until(&listener, tokio::time::sleep(LINGER), &accept).await;
     drop(listener);
     // Ends the sessions' streams, then the connections.

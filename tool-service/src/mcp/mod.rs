@@ -4,16 +4,17 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use tool_service::mcp::{self, HttpOptions, McpOptions, McpServer};
+//! use tool_service::host::{Host, HostOptions, Transports};
+//! use tool_service::mcp::{HttpOptions, HttpTransport};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = Arc::new(tool_service::Registry::collect()?);
-//! let server = McpServer::new(registry, McpOptions::default())?;
+//! let host = Host::new(registry, &HostOptions::default())?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8900").await?;
-//! mcp::serve_http(server, listener, HttpOptions::default(), async {
-//!     tokio::signal::ctrl_c().await.unwrap()
-//! })
-//! .await?;
+//! Transports::new(host)
+//!     .with(HttpTransport::new(listener, HttpOptions::default()))
+//!     .run(async { tokio::signal::ctrl_c().await.unwrap() })
+//!     .await?;
 //! # Ok(()) }
 //! ```
 //!
@@ -74,7 +75,6 @@ mod tls;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
@@ -88,10 +88,10 @@ use serde_json::Value;
 
 pub use auth::{Algorithm, OAuthOptions, DEFAULT_LEEWAY};
 pub use http::{
-    serve_http, HttpOptions, HttpTransport, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    HttpOptions, HttpTransport, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
 };
-pub use stdio::{serve_stdio, StdioTransport};
+pub use stdio::StdioTransport;
 pub use tls::TlsFiles;
 
 use crate::schema::flavor;
@@ -99,37 +99,34 @@ pub use crate::schema::{ParseSchemaFlavorError, SchemaFlavor};
 
 use crate::dispatch::{self, FrameSink, Limits};
 use crate::error::ToolError;
-use crate::host::{Host, HostOptions, OverBudget};
+use crate::host::{Host, OverBudget};
 use crate::log_text::Untrusted;
 use crate::metrics::{ServiceMetrics, Via};
+use crate::service::Service;
 use crate::wire::{Frame, Request};
-use crate::{registry::Registry, service::Service};
 
 /// The text a tool that returned nothing answers with: MCP clients such as
 /// TrustGraph's fail on an empty text.
 pub const NO_OUTPUT: &str = "The tool finished and returned no output.";
 
-/// How the MCP server serves the registry's tools.
+/// What an MCP server calls itself in `initialize`, and the flavour of its
+/// tools' schemas: what [`McpServer`], [`HttpTransport`] and
+/// [`StdioTransport`] are built with.
 ///
 /// ```
-/// use std::time::Duration;
-/// use tool_service::mcp::McpOptions;
+/// use tool_service::mcp::{McpOptions, SchemaFlavor};
 ///
 /// let mut options = McpOptions::new("joke", "0.3.1");
-/// options.host.timeout = Duration::from_secs(30);
+/// options.schema_flavor = SchemaFlavor::Portable;
 /// assert_eq!(options.name, "joke");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct McpOptions {
     /// The server's name in `initialize` (`serverInfo.name`).
     pub name: String,
     /// The server's version in `initialize`.
     pub version: String,
-    /// What to serve and each service's policy (timeout, concurrency, rate
-    /// limit, grace period), as every transport reads them. The
-    /// concurrency counts calls over every MCP session; more wait.
-    pub host: HostOptions,
     /// The JSON Schema dialect of the tools' input and output schemas:
     /// the MCP specification's (the default) or what strict LLM providers
     /// accept.
@@ -148,42 +145,8 @@ impl McpOptions {
         Self {
             name: name.into(),
             version: version.into(),
-            host: HostOptions::default(),
             schema_flavor: SchemaFlavor::default(),
         }
-    }
-}
-
-/// What a transport's server calls itself in `initialize`, and the flavour
-/// of its tools' schemas: what [`HttpTransport`] and [`StdioTransport`]
-/// are built with.
-#[derive(Debug)]
-struct Identity {
-    name: String,
-    version: String,
-    schema_flavor: SchemaFlavor,
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        let defaults = McpOptions::default();
-        Self {
-            name: defaults.name,
-            version: defaults.version,
-            schema_flavor: defaults.schema_flavor,
-        }
-    }
-}
-
-impl Identity {
-    fn named(&mut self, name: impl Into<String>, version: impl Into<String>) {
-        self.name = name.into();
-        self.version = version.into();
-    }
-
-    /// The server of `host`'s services under this identity.
-    fn server(self, host: &Host) -> McpServer {
-        McpServer::on_host(host.clone(), self.name, self.version, self.schema_flavor)
     }
 }
 
@@ -235,12 +198,14 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// The server of every tool of `registry` (or of the services in
-    /// `options.only`), refused as `serve` refuses them
-    /// ([`Registry::select`](crate::Registry::select)).
+    /// The server of every tool `host` serves, with the host's policies,
+    /// admission, drain and metrics (shared with its other transports):
+    /// for serving over rmcp's own transports, or for calling the tools
+    /// in-process.
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use tool_service::host::{Host, HostOptions};
     /// use tool_service::{mcp::{McpOptions, McpServer}, tool_service, Registry};
     ///
     /// /// Shout the text.
@@ -253,44 +218,23 @@ impl McpServer {
     /// }
     ///
     /// let registry = Arc::new(Registry::collect().unwrap());
-    /// let server = McpServer::new(Arc::clone(&registry), McpOptions::default()).unwrap();
+    /// let host = Host::new(registry, &HostOptions::default()).unwrap();
+    /// let server = McpServer::new(host, McpOptions::new("shouter", "1.0.0"));
     /// let tool = server.tool("shout").unwrap();
     /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
-    ///
-    /// let mut options = McpOptions::default();
-    /// options.host.only = vec!["shuot-service".to_owned()];
-    /// let refused = McpServer::new(registry, options).unwrap_err();
-    /// assert_eq!(
-    ///     refused.to_string(),
-    ///     "no service `shuot-service` in this binary (known: shout-service)"
-    /// );
     /// ```
-    ///
-    /// # Errors
-    /// [`SelectError`](crate::SelectError): no services at all, an id in
-    /// `options.only` this binary does not have, or a `#[state]` value a
-    /// selected service takes that was never provided.
-    pub fn new(
-        registry: Arc<Registry>,
-        options: McpOptions,
-    ) -> Result<Self, crate::registry::SelectError> {
-        let host = Host::new(registry, &options.host)?;
-        Ok(Self::on_host(
-            host,
-            options.name,
-            options.version,
-            options.schema_flavor,
-        ))
+    pub fn new(host: Host, options: McpOptions) -> Self {
+        Self::on_host(host, options)
     }
 
     /// The server of the services `host` serves, with their policies, its
     /// drain and its metrics (shared with the host's other transports).
-    pub(crate) fn on_host(
-        host: Host,
-        name: String,
-        version: String,
-        schema_flavor: SchemaFlavor,
-    ) -> Self {
+    fn on_host(host: Host, options: McpOptions) -> Self {
+        let McpOptions {
+            name,
+            version,
+            schema_flavor,
+        } = options;
         let registry = Arc::clone(host.registry());
         let mut tools = Vec::new();
         for (at, hosted) in host.hosted_services().iter().enumerate() {
@@ -366,20 +310,6 @@ impl McpServer {
     /// The MCP tool of this name, as `tools/list` shows it.
     pub fn tool(&self, name: &str) -> Option<Tool> {
         self.find(name).map(|tool| tool.tool.clone())
-    }
-
-    /// Calls admitted on its host and not answered yet, over every
-    /// transport of the host.
-    pub fn in_flight(&self) -> usize {
-        self.inner.host.in_flight()
-    }
-
-    /// Refuses new calls (answered "the service is shutting down; try
-    /// again") and waits up to `grace` for those running to finish; whether
-    /// they all did.
-    pub async fn drain(&self, grace: Duration) -> bool {
-        self.set_serving(false);
-        self.inner.host.drain(grace).await
     }
 
     /// The scopes each tool needs, by tool name: its service's (the
@@ -809,6 +739,8 @@ fn unknown_tool(name: &str, tools: &[McpTool]) -> ErrorData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::HostOptions;
+    use crate::registry::Registry;
 
     /// Reads a shared number.
     #[crate::tool_service(topic = "mcp-tests-stateful")]
@@ -832,9 +764,12 @@ mod tests {
     #[tokio::test]
     async fn scopes_are_checked_at_the_call_itself() {
         let registry = Arc::new(Registry::collect().unwrap());
-        let mut options = McpOptions::default();
-        options.host.only = vec![String::from("mcp-tests-close-service")];
-        let server = McpServer::new(registry, options).unwrap();
+        let options = HostOptions {
+            only: vec![String::from("mcp-tests-close-service")],
+            ..Default::default()
+        };
+        let host = Host::new(registry, &options).unwrap();
+        let server = McpServer::new(host, McpOptions::default());
         let required = server.required_scopes(&HashMap::new()).unwrap();
         assert_eq!(required["close-ticket"], ["tickets:write"]);
         let call = |caller: auth::Caller| {
@@ -863,40 +798,27 @@ mod tests {
     }
 
     #[test]
-    fn a_server_is_refused_at_start_as_serve_refuses() {
+    fn a_server_serves_every_tool_of_its_hosts_services() {
         let registry = Arc::new(Registry::collect().unwrap());
-        let mut options = McpOptions::default();
-        options.host.only = vec![String::from("mcp-tests-stateful-service")];
-        match McpServer::new(Arc::clone(&registry), options.clone()) {
-            Err(crate::registry::SelectError::MissingState(missing)) => assert!(
-                missing
-                    .to_string()
-                    .contains("service `mcp-tests-stateful-service` takes a `u16`"),
-                "{missing}"
-            ),
-            other => panic!("expected MissingState, got {:?}", other.err()),
-        }
+        let options = HostOptions {
+            only: vec![String::from("mcp-tests-stateful-service")],
+            ..Default::default()
+        };
+        assert!(matches!(
+            Host::new(Arc::clone(&registry), &options),
+            Err(crate::registry::SelectError::MissingState(_))
+        ));
         let provided = registry
             .as_ref()
             .clone()
             .with_state(crate::State::new().with(7_u16));
-        let server = McpServer::new(Arc::new(provided), options).unwrap();
+        let host = Host::new(Arc::new(provided), &options).unwrap();
+        let server = McpServer::new(host, McpOptions::default());
         let service = registry.service("mcp-tests-stateful-service").unwrap();
         for name in service.tool_names() {
             assert!(server.tool(name).is_some(), "{name}");
         }
-
-        let mut unknown = McpOptions::default();
-        unknown.host.only = vec![String::from("mcp-tests-statefull-service")];
-        assert!(matches!(
-            McpServer::new(Arc::clone(&registry), unknown),
-            Err(crate::registry::SelectError::UnknownService { .. })
-        ));
-        let empty = Arc::new(Registry::from_services([]).unwrap());
-        assert!(matches!(
-            McpServer::new(empty, McpOptions::default()),
-            Err(crate::registry::SelectError::NothingToServe)
-        ));
+        assert!(server.tool("close-ticket").is_none());
     }
 
     #[test]

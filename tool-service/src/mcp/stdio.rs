@@ -1,23 +1,18 @@
 //! MCP over standard input and output: one client, the process's own.
 
-use std::future::Future;
-
 use rmcp::ServiceExt;
 
-use super::{Identity, McpServer, SchemaFlavor};
-use crate::host::{Host, Sealed, Transport, TransportRun};
+use super::{McpOptions, McpServer, SchemaFlavor};
+use crate::host::{Host, Transport, TransportRun};
 
 /// Serves MCP over standard input and output until the client closes them
-/// or `shutdown` completes; then lets calls in flight finish within the
-/// host's grace period. Nothing else may write to standard output.
+/// or the host's drain begins; then lets calls in flight finish (the
+/// host's drain). Nothing else may write to standard output.
 ///
 /// # Errors
 /// The transport failed to start (the `initialize` handshake did not
 /// complete).
-pub async fn serve_stdio(
-    server: McpServer,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), std::io::Error> {
+async fn serve_stdio(server: McpServer) -> Result<(), std::io::Error> {
     let running = server
         .clone()
         .serve(rmcp::transport::stdio())
@@ -29,8 +24,9 @@ pub async fn serve_stdio(
         ended = running.waiting() => {
             ended.map_err(std::io::Error::other)?;
         }
-        () = shutdown => {
-            server.drain(server.host().grace_period()).await;
+        () = server.host().draining() => {
+            server.set_serving(false);
+            server.host().drained().await;
             token.cancel();
         }
     }
@@ -42,7 +38,7 @@ pub async fn serve_stdio(
 /// the host's other transports stop too.
 #[derive(Debug, Default)]
 pub struct StdioTransport {
-    identity: Identity,
+    server: McpOptions,
 }
 
 impl StdioTransport {
@@ -50,7 +46,8 @@ impl StdioTransport {
     /// set).
     #[must_use]
     pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.identity.named(name, version);
+        self.server.name = name.into();
+        self.server.version = version.into();
         self
     }
 
@@ -58,7 +55,7 @@ impl StdioTransport {
     /// specification's until set).
     #[must_use]
     pub fn schema_flavor(mut self, flavor: SchemaFlavor) -> Self {
-        self.identity.schema_flavor = flavor;
+        self.server.schema_flavor = flavor;
         self
     }
 }
@@ -67,12 +64,14 @@ impl Transport for StdioTransport {
     fn name(&self) -> &'static str {
         "mcp"
     }
+}
 
-    fn run(self: Box<Self>, host: Host, _: Sealed) -> TransportRun {
-        let server = self.identity.server(&host);
+impl crate::host::sealed::Runs for StdioTransport {
+    fn run(self: Box<Self>, host: Host) -> TransportRun {
+        let server = McpServer::new(host, self.server);
         Box::pin(async move {
-            serve_stdio(server, host.draining()).await?;
-            Ok(())
+            serve_stdio(server).await?;
+            Ok(Vec::new())
         })
     }
 }

@@ -18,18 +18,9 @@ pub const DEFAULT_METRICS_PORT: u16 = 8000;
 /// `GET /readyz` with 200 when [`Metrics::readiness`] holds and 503 with
 /// the failing conditions otherwise, and `GET /readyz/pulsar` and `GET
 /// /readyz/mcp` the same for one transport ([`Metrics::readiness_of`]).
-///
-/// ```no_run
-/// use std::sync::Arc;
-/// use tool_service::metrics::{self, Metrics};
-///
-/// # async fn demo() -> std::io::Result<()> {
-/// let metrics = Arc::new(Metrics::new());
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:9100").await?;
-/// tokio::spawn(metrics::serve_metrics(listener, Arc::clone(&metrics)));
-/// # Ok(()) }
-/// ```
-pub async fn serve_metrics(listener: TcpListener, metrics: Arc<Metrics>) {
+/// What [`Transports::metrics_on`](crate::host::Transports::metrics_on)
+/// serves.
+pub(crate) async fn serve_metrics(listener: TcpListener, metrics: Arc<Metrics>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut accept_errors = Throttle::new(Duration::from_secs(10));
     loop {

@@ -88,9 +88,10 @@ mod render;
 mod service;
 
 pub use app::{AppMetrics, Collect};
+pub(crate) use http::serve_metrics;
 #[cfg(feature = "mcp")]
 pub(crate) use http::Throttle;
-pub use http::{serve_metrics, DEFAULT_METRICS_PORT};
+pub use http::DEFAULT_METRICS_PORT;
 // Public for the broker tests only.
 #[doc(hidden)]
 pub use http::MAX_CONNECTIONS;

@@ -45,7 +45,6 @@ fn flag_advice(error: &(dyn std::error::Error + 'static)) -> Option<String> {
         use crate::pulsar::serve::ServeError;
         if let Some(error) = error.downcast_ref::<ServeError>() {
             return match error {
-                ServeError::Metrics { .. } => Some(String::from(METRICS_PORT_ADVICE)),
                 // Its source is boxed: the chain's next error is the box,
                 // which no downcast to `ConnectError` sees.
                 ServeError::Connect { source, .. } => {
@@ -90,21 +89,13 @@ mod tests {
     #[test]
     fn the_command_line_adds_the_flags_that_fix_a_library_error() {
         use crate::pulsar::announce::AnnounceError;
-        let metrics = crate::pulsar::serve::ServeError::Metrics {
-            address: "0.0.0.0:8000".parse().unwrap(),
-            source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
-        };
-        let library = metrics.to_string();
-        assert!(!library.contains("--"), "{library}");
-        assert_eq!(
-            with_advice(&metrics),
-            format!("{library}; pick another port with --metrics-port or turn metrics off with --no-metrics")
-        );
         // Found anywhere in the chain of causes, as `?` boxes it.
         let workspace: BoxError = Box::new(AnnounceError::NoWorkspace {
             workspace: "w".into(),
             queue: "q".into(),
         });
+        let library = workspace.to_string();
+        assert!(!library.contains("--"), "{library}");
         assert!(with_advice(&*workspace).ends_with("or announce to one that exists (--workspace)"));
         let timeout = AnnounceError::Timeout {
             queue: "q".into(),

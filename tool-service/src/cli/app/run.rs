@@ -122,7 +122,7 @@ impl<A: 'static> App<A> {
             }
             #[cfg(feature = "pulsar")]
             Run::Serve(run) => {
-                let grace = run.options.host.grace_period;
+                let grace = run.host.grace_period;
                 (crate::cli::serve::serve(&registry, run).await, grace)
             }
             #[cfg(feature = "pulsar")]

@@ -24,14 +24,13 @@ mod worker;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 pub use options::{AnnounceOptions, ServeOptions, DEFAULT_RECEIVE_WINDOW};
 
-use crate::host::{AbortOnDrop, Host, MetricsEndpoint};
+use crate::host::{AbortOnDrop, Host, ServiceReport};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use worker::{PulsarWorker, WorkerOptions};
@@ -40,10 +39,6 @@ use worker::{PulsarWorker, WorkerOptions};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    /// The services asked for cannot be served: none at all, an unknown id
-    /// (in `only` or a per-service timeout), or `#[state]` never provided.
-    #[error(transparent)]
-    Select(#[from] crate::registry::SelectError),
     /// The broker could not be reached before shutdown, or refused this
     /// process.
     #[error("cannot connect to the Pulsar broker at {url}: {source}")]
@@ -52,14 +47,6 @@ pub enum ServeError {
         url: String,
         /// Why.
         source: Box<crate::pulsar::broker::ConnectError>,
-    },
-    /// The metrics endpoint could not be opened.
-    #[error("cannot serve metrics on {address}: {source}")]
-    Metrics {
-        /// The address asked for.
-        address: SocketAddr,
-        /// Why it could not be bound.
-        source: std::io::Error,
     },
     /// A consumer or producer could not be created.
     #[error("service `{service}`: cannot {what} on `{topic}`: {source}")]
@@ -75,47 +62,10 @@ pub enum ServeError {
     },
 }
 
-/// What a service did while serving.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ServiceReport {
-    /// Requests answered (success or error frame) and acknowledged.
-    pub answered: u64,
-    /// Requests still running when the grace period ended (not acknowledged,
-    /// so a persistent topic redelivers them).
-    pub abandoned: u64,
-    /// Requests answered at once with an `overloaded` or `unavailable` error
-    /// (non-persistent request topics only; included in `answered`).
-    pub refused: u64,
-}
-
-/// Serves the registry's services until `shutdown` completes, then lets
-/// in-flight requests finish within the grace period. While the broker is
-/// unreachable at start, retries with backoff (and logs each attempt).
-///
-/// ```no_run
-/// use tool_service::pulsar::serve::{serve, ServeOptions};
-///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// let registry = tool_service::Registry::collect()?;
-/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
-/// serve(&registry, &options, async { tokio::signal::ctrl_c().await.unwrap() }).await?;
-/// # Ok(()) }
-/// ```
-///
-/// # Errors
-/// See [`ServeError`]: start-up problems, or a consumer/producer that cannot
-/// be created.
-pub async fn serve(
-    registry: &Registry,
-    options: &ServeOptions,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
-    let host = Host::new(Arc::new(registry.clone()), &options.host)?;
-    serve_on_host(&host, options, shutdown).await
-}
-
-/// [`serve`] on a host that other transports share.
+/// Serves `host`'s services on Pulsar until `shutdown` completes, then
+/// lets in-flight requests finish within the grace period. While the
+/// broker is unreachable at start, retries with backoff (and logs each
+/// attempt).
 async fn serve_on_host(
     host: &Host,
     options: &ServeOptions,
@@ -128,13 +78,12 @@ async fn serve_on_host(
     };
     let work = async {
         let mut give_up = stopped.clone();
-        let started =
-            Serving::start_on(
-                host,
-                options,
-                async move { stop_requested(&mut give_up).await },
-            )
-            .await;
+        let started = Serving::start(
+            host,
+            options,
+            async move { stop_requested(&mut give_up).await },
+        )
+        .await;
         let serving = match started {
             Ok(serving) => serving,
             Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),
@@ -156,20 +105,38 @@ async fn serve_on_host(
     }
 }
 
-/// Pulsar as one of a host's transports, beside MCP: see
-/// [`Transports`](crate::host::Transports). The host's options, not
-/// `options.host`, apply, and the host's metrics endpoint, not
-/// `options.metrics`, serves its metrics.
+/// Serving on Apache Pulsar, as one of a host's transports (alone, or
+/// beside MCP): see [`Transports`](crate::host::Transports). The host's
+/// options (selection, timeouts, concurrency, rates, grace period) apply,
+/// and the host's metrics endpoint serves its metrics.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_service::host::{Host, HostOptions, Transports};
+/// use tool_service::pulsar::serve::{PulsarTransport, ServeOptions};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(tool_service::Registry::collect()?);
+/// let host = Host::new(registry, &HostOptions::default())?;
+/// let served = Transports::new(host)
+///     .with(PulsarTransport::new(ServeOptions::new("pulsar://127.0.0.1:6650")))
+///     .run(async { tokio::signal::ctrl_c().await.unwrap() })
+///     .await?;
+/// println!("{:?}", served.services);
+/// # Ok(()) }
+/// ```
 ///
 /// If it cannot start (the broker refuses this process, a topic cannot be
-/// subscribed), the host's other transports stop too.
+/// subscribed), the host's other transports stop too, and
+/// [`RunError::Transport`](crate::host::RunError::Transport) holds its
+/// [`ServeError`].
 #[derive(Debug)]
 pub struct PulsarTransport {
     options: ServeOptions,
 }
 
 impl PulsarTransport {
-    /// Pulsar, as `options` says (but for `host` and `metrics`).
+    /// Pulsar, as `options` says.
     pub fn new(options: ServeOptions) -> Self {
         Self { options }
     }
@@ -179,45 +146,30 @@ impl crate::host::Transport for PulsarTransport {
     fn name(&self) -> &'static str {
         "pulsar"
     }
+}
 
-    fn run(self: Box<Self>, host: Host, _: crate::host::Sealed) -> crate::host::TransportRun {
-        let mut options = self.options;
-        options.metrics = None;
+impl crate::host::sealed::Runs for PulsarTransport {
+    fn run(self: Box<Self>, host: Host) -> crate::host::TransportRun {
+        let options = self.options;
         // Counted at once: the host's `/readyz` names them from its first
         // answer.
         count_services(&host);
         Box::pin(async move {
             let draining = host.draining();
-            serve_on_host(&host, &options, draining).await?;
-            Ok(())
+            let reports = serve_on_host(&host, &options, draining).await?;
+            Ok(reports.into_iter().collect())
         })
     }
 }
 
 /// Services that are subscribed and about to serve: requests published from
 /// now on are answered.
-///
-/// ```no_run
-/// use tool_service::pulsar::serve::{ServeOptions, Serving};
-///
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// let registry = tool_service::Registry::collect()?;
-/// let options = ServeOptions::new("pulsar://127.0.0.1:6650");
-/// let serving = Serving::start(&registry, &options, std::future::pending()).await?;
-/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-/// let server = tokio::spawn(serving.run_until(async { let _ = stopped.await; }));
-/// // … send requests …
-/// stop.send(()).unwrap();
-/// let reports = server.await?;
-/// # Ok(()) }
-/// ```
 #[must_use = "nothing is served until `run_until` runs"]
-pub struct Serving {
+pub(crate) struct Serving {
     workers: Vec<PulsarWorker>,
     /// Admission and the drain, shared with other transports.
     host: Host,
     metrics: Arc<Metrics>,
-    metrics_endpoint: Option<MetricsEndpoint>,
     /// Keeps TCP_NODELAY on reconnected broker connections while serving.
     nodelay: crate::pulsar::compat::nodelay::Ticker,
     /// What to announce, on which client.
@@ -300,30 +252,18 @@ impl std::fmt::Debug for Serving {
                     .collect::<Vec<_>>(),
             )
             .field("grace_period", &self.host.grace_period())
-            .field("metrics", &self.metrics_address())
             .finish()
     }
 }
 
 impl Serving {
     /// Connects (retrying until `give_up` completes) and subscribes every
-    /// selected service.
+    /// service of `host` (its selection, policies, metrics and rate
+    /// limits, shared with its other transports).
     ///
     /// # Errors
     /// See [`ServeError`].
-    pub async fn start(
-        registry: &Registry,
-        options: &ServeOptions,
-        give_up: impl Future<Output = ()>,
-    ) -> Result<Self, ServeError> {
-        let host = Host::new(Arc::new(registry.clone()), &options.host)?;
-        Self::start_on(&host, options, give_up).await
-    }
-
-    /// [`Self::start`] on a host that other transports share (its
-    /// selection, policies, metrics and rate limits); `options.host` is not
-    /// read.
-    pub(crate) async fn start_on(
+    pub(crate) async fn start(
         host: &Host,
         options: &ServeOptions,
         give_up: impl Future<Output = ()>,
@@ -333,8 +273,6 @@ impl Serving {
         }
         let metrics = Arc::clone(host.metrics());
         count_services(host);
-        // Bound before connecting, so a taken port fails at once.
-        let metrics_endpoint = bind_metrics(host, options).await?;
         let (pulsar, max_message_size) = connect(options, give_up).await?;
         metrics.set_broker_connected(true);
         let nodelay = crate::pulsar::compat::nodelay::keep_applying();
@@ -353,46 +291,32 @@ impl Serving {
             workers,
             host: host.clone(),
             metrics,
-            metrics_endpoint,
             nodelay,
             announcing,
             watcher,
         })
     }
 
-    /// The metrics of the services being served.
-    pub fn metrics(&self) -> Arc<Metrics> {
-        Arc::clone(&self.metrics)
-    }
-
-    /// Where metrics are served (with the port chosen when 0 was asked for).
-    pub fn metrics_address(&self) -> Option<SocketAddr> {
-        self.metrics_endpoint
-            .as_ref()
-            .map(|endpoint| endpoint.address)
-    }
-
-    /// Serves until `shutdown` completes, then lets in-flight requests finish
-    /// within the grace period, closes consumers and producers, and reports
-    /// per service.
+    /// Serves until the host's drain begins (`shutdown`), lets in-flight
+    /// requests finish until it is over, closes consumers and producers,
+    /// and reports per service.
     ///
     /// Every service's consumer loop runs inside this future rather than as
     /// a task of its own: requests that are ready on their first poll are
     /// answered by the loop, and the others run as tasks on the runtime.
-    /// Awaiting it from `block_on` (as `run!()` does) keeps the loops off the
-    /// worker threads; spawning it (`tokio::spawn(serving.run_until(..))`)
-    /// puts all of them in that one task, which is fine for a few services
-    /// and light traffic.
-    pub async fn run_until(
+    /// Awaited from `block_on` (as `run!()` awaits `Transports::run`), the
+    /// loops stay off the worker threads; spawned
+    /// (`Transports::start`), all of them share that one task, which is
+    /// fine for a few services and light traffic.
+    pub(crate) async fn run_until(
         self,
         shutdown: impl Future<Output = ()>,
     ) -> HashMap<&'static str, ServiceReport> {
         // Metrics stay served until the last report is in.
         let Self {
             workers,
-            host,
+            host: _host,
             metrics: _metrics,
-            metrics_endpoint: _metrics_endpoint,
             nodelay: _nodelay,
             announcing,
             watcher,
@@ -422,11 +346,9 @@ impl Serving {
                 // The drain is no outage: consumers and producers close.
                 drop(watcher);
                 let _ = stop.send(true);
-                // The host's drain, shared with its other transports: not
-                // ready from its first moment (so that a rollout sends no
-                // more requests here), one grace period for all.
-                let (_, reports) = tokio::join!(host.drain(host.grace_period()), collect);
-                reports
+                // The loops end with the host's drain, which the host runs
+                // for all its transports: one grace period for all.
+                collect.await
             }
         };
         let _ = stop.send(true);
@@ -443,20 +365,6 @@ fn count_services(host: &Host) {
     for service in host.services() {
         host.metrics().service(service.id());
     }
-}
-
-/// The `/metrics` and probe endpoint, when one is asked for.
-async fn bind_metrics(
-    host: &Host,
-    options: &ServeOptions,
-) -> Result<Option<MetricsEndpoint>, ServeError> {
-    let Some(address) = options.metrics else {
-        return Ok(None);
-    };
-    host.open_metrics_endpoint(address)
-        .await
-        .map(Some)
-        .map_err(|source| ServeError::Metrics { address, source })
 }
 
 /// The client, connected (retrying until `give_up` completes), and the
@@ -504,7 +412,8 @@ async fn subscribe(
                 service,
                 metrics.service(service.id()),
                 WorkerOptions {
-                    window: options.receive_window_of(service),
+                    window: options
+                        .receive_window_of(host.concurrency_of(service).unwrap_or_default()),
                     log_payloads: options.log_payloads,
                     max_message_size,
                     batch_responses: options.batch_responses,
@@ -550,32 +459,14 @@ async fn stop_requested(stopped: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// Compiles only while serving can be spawned on a multi-threaded
     /// runtime.
     #[allow(dead_code)]
-    fn serving_is_send(registry: &Registry, options: &ServeOptions, serving: Serving) {
+    fn serving_is_send(host: &Host, options: &ServeOptions, serving: Serving) {
         fn send<T: Send>(_: T) {}
         send(serving.run_until(async {}));
-        send(serve(registry, options, async {}));
-    }
-
-    #[tokio::test]
-    async fn an_empty_registry_is_refused_before_connecting() {
-        let registry = Registry::from_services([]).unwrap();
-        let options = ServeOptions::new("pulsar://127.0.0.1:9");
-        let started = Serving::start(&registry, &options, std::future::pending()).await;
-        assert!(
-            matches!(
-                started,
-                Err(ServeError::Select(
-                    crate::registry::SelectError::NothingToServe
-                ))
-            ),
-            "{:?}",
-            started.err()
-        );
+        send(serve_on_host(host, options, async {}));
     }
 
     #[tokio::test]
@@ -602,43 +493,52 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_service_without_its_state_is_refused_before_connecting() {
-        let registry = Registry::collect().unwrap();
-        let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
-        options.host.only = vec![String::from("serve-tests-stateful-service")];
-        let started = Serving::start(&registry, &options, std::future::pending()).await;
-        match started {
-            Err(ServeError::Select(crate::registry::SelectError::MissingState(missing))) => {
-                assert!(
-                    missing
-                        .to_string()
-                        .contains("service `serve-tests-stateful-service` takes a `u8`"),
-                    "{missing}"
-                )
-            }
+    async fn a_service_without_its_state_is_refused_before_anything_is_served() {
+        let registry = Arc::new(Registry::collect().unwrap());
+        let options = crate::host::HostOptions {
+            only: vec![String::from("serve-tests-stateful-service")],
+            ..Default::default()
+        };
+        match Host::new(registry, &options) {
+            Err(crate::registry::SelectError::MissingState(missing)) => assert!(
+                missing
+                    .to_string()
+                    .contains("service `serve-tests-stateful-service` takes a `u8`"),
+                "{missing}"
+            ),
             other => panic!("expected MissingState, got {other:?}"),
         }
     }
 
     #[tokio::test]
-    async fn a_failed_start_closes_the_metrics_port() {
+    async fn the_metrics_port_closes_when_serving_ends_without_a_broker() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .unwrap()
             .port();
-        let registry = Registry::collect().unwrap();
-        // Port 9 (discard) on loopback is closed on these machines.
-        let mut options = ServeOptions::new("pulsar://127.0.0.1:9");
-        options.host.only = vec![String::from("serve-tests-hi-service")];
-        options.metrics = Some(SocketAddr::from(([127, 0, 0, 1], port)));
-        let started = Serving::start(
-            &registry,
-            &options,
-            tokio::time::sleep(Duration::from_millis(200)),
-        )
-        .await;
-        assert!(matches!(started, Err(ServeError::Connect { .. })));
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let registry = Arc::new(Registry::collect().unwrap());
+        let host_options = crate::host::HostOptions {
+            only: vec![String::from("serve-tests-hi-service")],
+            ..Default::default()
+        };
+        let host = Host::new(registry, &host_options).unwrap();
+        // Port 9 (discard) on loopback is closed on these machines: the
+        // transport retries until the shutdown.
+        let running = crate::host::Transports::new(host)
+            .metrics_on(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            .with(PulsarTransport::new(ServeOptions::new(
+                "pulsar://127.0.0.1:9",
+            )))
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(
+            running.metrics_address().map(|address| address.port()),
+            Some(port)
+        );
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        let served = running.stop().await.unwrap();
+        assert!(served.services.is_empty(), "{served:?}");
         assert!(
             std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
             "the metrics port is still open"

@@ -1,11 +1,8 @@
 //! What to serve and how: [`ServeOptions`] and the defaults it falls back on.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::host::HostOptions;
 use crate::pulsar::broker::BrokerOptions;
-use crate::service::Service;
 
 /// How many requests the broker may push to a replica ahead of its handlers
 /// (Pulsar's own default receiver queue size; larger when the concurrency
@@ -20,9 +17,6 @@ pub const DEFAULT_RECEIVE_WINDOW: usize = 1000;
 pub struct ServeOptions {
     /// The broker.
     pub broker: BrokerOptions,
-    /// What to serve and each service's policy (timeout, concurrency, rate
-    /// limit, grace period, memory budget), as every transport reads them.
-    pub host: HostOptions,
     /// Requests a replica takes ahead of its handlers, per service
     /// (default [`DEFAULT_RECEIVE_WINDOW`], never below the concurrency).
     pub receive_window: Option<usize>,
@@ -30,9 +24,6 @@ pub struct ServeOptions {
     /// Off by default: config often holds credentials and arguments hold
     /// whatever the LLM was told.
     pub log_payloads: bool,
-    /// Where to serve Prometheus metrics (see [`crate::metrics`]); none by
-    /// default here, `0.0.0.0:8000` from the command line.
-    pub metrics: Option<SocketAddr>,
     /// The largest response message to publish, in bytes, when it must be
     /// below what the broker announces (e.g. a topic policy sets a lower
     /// `maxMessageSize`). The broker's own limit always applies.
@@ -114,7 +105,7 @@ impl ServeOptions {
     ///
     /// ```
     /// let options = tool_service::pulsar::serve::ServeOptions::new("pulsar://127.0.0.1:6650");
-    /// assert_eq!(options.host.grace_period, tool_service::host::DEFAULT_GRACE_PERIOD);
+    /// assert!(options.batch_responses);
     /// ```
     pub fn new(url: impl Into<String>) -> Self {
         Self::with_broker(BrokerOptions::new(url))
@@ -133,9 +124,7 @@ impl ServeOptions {
     pub fn with_broker(broker: BrokerOptions) -> Self {
         Self {
             broker,
-            host: HostOptions::default(),
             receive_window: None,
-            metrics: None,
             log_payloads: false,
             max_message_size: None,
             batch_responses: true,
@@ -143,11 +132,12 @@ impl ServeOptions {
         }
     }
 
-    /// The receive window a service runs with.
-    pub fn receive_window_of(&self, service: Service) -> usize {
+    /// The receive window of a service that runs `concurrency` calls at
+    /// once.
+    pub(crate) fn receive_window_of(&self, concurrency: usize) -> usize {
         self.receive_window
             .unwrap_or(DEFAULT_RECEIVE_WINDOW)
-            .max(self.host.concurrency_of(service))
+            .max(concurrency)
     }
 }
 
@@ -158,9 +148,9 @@ mod tests {
     #[test]
     fn defaults_are_documented_values() {
         let options = ServeOptions::new("pulsar://x");
-        assert_eq!(options.host.concurrency, None);
-        assert!(options.host.only.is_empty());
-        assert_eq!(crate::host::DEFAULT_CONCURRENCY, 64);
-        assert_eq!(options.host.timeout, crate::host::DEFAULT_TIMEOUT);
+        assert_eq!(options.receive_window, None);
+        assert_eq!(options.receive_window_of(64), DEFAULT_RECEIVE_WINDOW);
+        assert_eq!(options.receive_window_of(5000), 5000);
+        assert!(options.batch_responses);
     }
 }
