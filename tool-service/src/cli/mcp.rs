@@ -120,6 +120,18 @@ struct OAuthArgs {
         requires = "oauth_issuer"
     )]
     oauth_audience: Vec<String>,
+    /// A client whose access tokens carry no `aud` (AWS Cognito's), by its
+    /// `client_id` (repeatable): its tokens are accepted without an
+    /// audience when their `token_use` is `access`. Never by default.
+    #[arg(
+        help_heading = super::headings::OAUTH,
+        long,
+        env = "TOOL_SERVICE_OAUTH_CLIENT_WITHOUT_AUDIENCE",
+        value_delimiter = ',',
+        value_name = "CLIENT_ID",
+        requires = "oauth_issuer"
+    )]
+    oauth_client_without_audience: Vec<String>,
     /// The token claim that names the caller (`ctx.user()`), e.g.
     /// `preferred_username` or `email`.
     #[arg(
@@ -206,6 +218,9 @@ impl OAuthArgs {
             .user_claim(self.oauth_user_claim.clone())
             .scope_claims(self.oauth_scope_claim.iter().cloned());
         options.audiences.clone_from(&self.oauth_audience);
+        options
+            .clients_without_audience
+            .clone_from(&self.oauth_client_without_audience);
         if !self.oauth_algorithm.is_empty() {
             options.algorithms.clone_from(&self.oauth_algorithm);
         }

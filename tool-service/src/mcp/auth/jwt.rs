@@ -42,6 +42,9 @@ pub(crate) struct Claims {
 pub(crate) struct Rules {
     pub(crate) issuer: String,
     pub(crate) audiences: Vec<String>,
+    /// Clients whose access tokens have no `aud` (Cognito's), by
+    /// `client_id`.
+    pub(crate) clients_without_audience: Vec<String>,
     pub(crate) algorithms: Vec<Algorithm>,
     pub(crate) leeway: Duration,
     pub(crate) user_claim: String,
@@ -171,6 +174,15 @@ pub(crate) fn claims(
         Some(aud @ Value::String(_)) => audience_fits(aud),
         Some(Value::Array(auds)) => {
             auds.iter().all(Value::is_string) && auds.iter().any(audience_fits)
+        }
+        // Only for a client named for it, and only an access token: an ID
+        // token of the same pool says `token_use: id`.
+        None => {
+            matches!(payload.get("client_id"), Some(Value::String(client))
+                if rules.clients_without_audience.iter().any(|listed| listed == client))
+                && payload
+                    .get("token_use")
+                    .is_none_or(|token_use| token_use == "access")
         }
         _ => false,
     };
@@ -311,7 +323,7 @@ pub(crate) mod tests {
     use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
     use serde_json::json;
 
-    fn b64(bytes: &[u8]) -> String {
+    pub(crate) fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     }
 
@@ -366,59 +378,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// A 2048-bit RSA key of a test issuer (PKCS #1 DER, base64): ring
-    /// signs with RSA keys but does not make them.
-    const RSA_KEY: &str = concat!(
-        "MIIEowIBAAKCAQEAyW0SlOHY95nfmvDM6kRzagpfLeE6gyR+A9Nk/ZLrdK3i+kVbol08GwfyiDKW+wt0FSVJdZfK",
-        "70QumX5xpxWAwbMkNfBsdKSVxastWBTvaEixwx4KtrNyDxGbCaKHiLwWOha7RE+dTIJAL2cu21rstkiD3GT0XSMO",
-        "Ff8UouY7r7iA0gF98S9ZC3grU4DE1YDpT3SGPXM5isvvCtz2gD9gXtEiqbEZde7QHSVR3Xtqpb7xYMXTVLOLqExy",
-        "IeNZ7Ogz3KJVVRGqtWDC27Z81k6E7mtgWZu9wK7qK7Uokpzf9SeWgCNd+N4e95ujjQLCETolaFEcaf2SZszMdObz",
-        "+Pix9QIDAQABAoIBABiaZwuiboMH24UsZosy4zoPnEKZYTFFktLazloeyP3Og4v4TtINO1s95ET4kPKHGp2+mTNw",
-        "4AvLszlydWVoPfrq68Be5pB0zgp/9yDsJbYCMxxXHg3k60il6N8LaCyudLSRtDwK0XbX7gkcPF/0wjcdsmWIO0Tp",
-        "FD5hkt626pFy62KAH8BvgTTYKxczDg/Iz0eHhJshv4pqh42/mVUYmWaf8OVHzlprqQAPlZW8ZNFt3FqnhZZSLf26",
-        "QBtDC9N4mA4QOg3Kl9OZBLZOtSmy08tfoakARxx5/39rIMaaY/SM+e4z5vGW98y9Sk78vB7gRSg7vz8YqZWACFZD",
-        "Z9StS90CgYEA6W0grqyGpnK+mMDx/d/i9ji8DyLJCXh5bS0F2Ideu+EUz4D1MOdR8Td6TJEashP+si2xlQkquqdz",
-        "mZt8DDeAvv7jBhsf+AlSyVdna7ORZt+50ZsXon5aqNNd4iWYn5TV3WTNE9PkUc1JB4uAIId6+/3dQLghflVRivhz",
-        "rGNDiQ8CgYEA3Oe5XsbPNojyXwJKjjM28J2OBgCGmsBrUyKHStmSPl8vDW+D7FLPSirCFvDqaMC9aFdhXxRgWgpm",
-        "vxWjGnXITqEKTIHpE1dwwEMewxdrCnqtLN15hHsvo5MJRQb+u6k8YIQ0czkYEvR/WRAXfpirPLc1KXmkSJMDRaJS",
-        "qDGbLLsCgYEAzQOjqMaunJI7BD6yS5/P3yGFSmXq2/6L52+bqsl6UtklRfqlXwZL2eg36fen0q/tCuFHDva2KKnZ",
-        "xhfho3k8AoQrMLmyIk9N/rhdhSJ5mjj1IztsTrNbPNwnoPAUVFSMYZ6e38NCzPXYJmBHcEqNobUeFjGieSrGK6B7",
-        "N/UW49ECgYAjLFZMq/UkZsvIqvG6EJeH2l5ZwE2uaELuesn19gyeF8PDLOVhhJHy6jn7MyLvyPifm4IqhHEPBSb0",
-        "9/n/ZY+eTW/5XJoC9WJDiqxkPd9STNQ0F5OYr5CXR/sq3YFD2h998q7zRbz6j6mTQcer5Z0mTrmNQAwTbi0QMldc",
-        "5oEhrwKBgCQFLN19PMLKpUoRxr37L1y+QDAT+hKlQSVFnZjXlviRgXyn/KhzBhqau4rl+4omTyLVNwIgbkcgHNBe",
-        "iDQvbduWTS6L1eCr5M+0E959EGIRJc/v1kKpZnemwqlrjJiDSNueV6ZY2lybbqrK2OUyDywhbwMOwgCH4WeMuGCO",
-        "unzF",
-    );
-
-    /// Signs `claims` as `alg` with `key` (RSA) under the header `kid`.
-    fn rsa_token(key: &signature::RsaKeyPair, alg: Algorithm, kid: &str, claims: &Value) -> String {
-        let padding: &'static dyn signature::RsaEncoding = match alg {
-            Algorithm::RS256 => &signature::RSA_PKCS1_SHA256,
-            Algorithm::RS384 => &signature::RSA_PKCS1_SHA384,
-            Algorithm::RS512 => &signature::RSA_PKCS1_SHA512,
-            Algorithm::PS256 => &signature::RSA_PSS_SHA256,
-            Algorithm::PS384 => &signature::RSA_PSS_SHA384,
-            _ => &signature::RSA_PSS_SHA512,
-        };
-        let signed = format!(
-            "{}.{}",
-            b64(json!({"alg": alg.name(), "kid": kid})
-                .to_string()
-                .as_bytes()),
-            b64(claims.to_string().as_bytes())
-        );
-        let mut sig = vec![0; key.public().modulus_len()];
-        key.sign(padding, &SystemRandom::new(), signed.as_bytes(), &mut sig)
-            .unwrap();
-        format!("{signed}.{}", b64(&sig))
-    }
-
     #[test]
     fn every_algorithm_verifies_with_its_key_and_no_other() {
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(RSA_KEY)
-            .unwrap();
-        let rsa = signature::RsaKeyPair::from_der(&der).unwrap();
+        let rsa = super::super::providers_tests::rsa_key();
         let public: signature::RsaPublicKeyComponents<Vec<u8>> = rsa.public().into();
         let rsa_jwk = json!({"kty": "RSA", "kid": "rsa", "n": b64(&public.n), "e": b64(&public.e)});
         let rng = SystemRandom::new();
@@ -446,7 +408,7 @@ pub(crate) mod tests {
             Algorithm::PS384,
             Algorithm::PS512,
         ] {
-            let token = rsa_token(&rsa, alg, "rsa", &good_claims());
+            let token = super::super::providers_tests::rsa_token(&rsa, alg, "rsa", &good_claims());
             assert_eq!(
                 check(&token).map(|claims| claims.user),
                 Ok(Some("alice".into())),
@@ -468,7 +430,8 @@ pub(crate) mod tests {
             );
             assert_eq!(check(&renamed), Err(Reason::Signature), "{alg} as {other}");
             // Under the EC key's id, an RSA algorithm is refused outright.
-            let wrong_key = rsa_token(&rsa, alg, "p384", &good_claims());
+            let wrong_key =
+                super::super::providers_tests::rsa_token(&rsa, alg, "p384", &good_claims());
             assert_eq!(
                 check(&wrong_key),
                 Err(Reason::Algorithm),
@@ -504,6 +467,7 @@ pub(crate) mod tests {
         Rules {
             issuer: "https://issuer.example".into(),
             audiences: vec!["https://tools.example/mcp".into()],
+            clients_without_audience: Vec::new(),
             algorithms: Algorithm::ALL.to_vec(),
             leeway: Duration::from_secs(30),
             user_claim: "sub".into(),

@@ -98,6 +98,11 @@ pub struct OAuthOptions {
     /// Further audiences a token may name instead of `resource` (issuers
     /// that use an API identifier).
     pub audiences: Vec<String>,
+    /// Clients whose access tokens carry no `aud` at all (AWS Cognito's):
+    /// such a token is accepted when its `client_id` is listed here and its
+    /// `token_use`, if it has one, is `access`. Empty by default: a token
+    /// without an audience is refused.
+    pub clients_without_audience: Vec<String>,
     /// The claim whose value is the caller's name,
     /// [`Context::user`](crate::Context::user): `sub` by default.
     pub user_claim: String,
@@ -130,6 +135,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("issuer", &self.issuer)
             .field("resource", &self.resource)
             .field("audiences", &self.audiences)
+            .field("clients_without_audience", &self.clients_without_audience)
             .field("user_claim", &self.user_claim)
             .field("scope_claims", &self.scope_claims)
             .field("algorithms", &self.algorithms)
@@ -157,6 +163,7 @@ impl OAuthOptions {
             issuer: issuer.into(),
             resource: resource.into(),
             audiences: Vec::new(),
+            clients_without_audience: Vec::new(),
             user_claim: String::from("sub"),
             scope_claims: vec![String::from("scope"), String::from("scp")],
             algorithms: Algorithm::ALL.to_vec(),
@@ -370,6 +377,7 @@ impl Authorizer {
         let rules = jwt::Rules {
             issuer: options.issuer.clone(),
             audiences,
+            clients_without_audience: options.clients_without_audience.clone(),
             algorithms: options.algorithms.clone(),
             leeway: options.leeway,
             user_claim: options.user_claim.clone(),
@@ -551,5 +559,7 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
+#[cfg(test)]
+mod providers_tests;
 #[cfg(test)]
 mod tests;
