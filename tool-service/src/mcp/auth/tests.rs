@@ -164,6 +164,64 @@ async fn a_checked_token_is_remembered_until_the_keys_change() {
     assert_eq!(refused.reason, Reason::UnknownKey);
 }
 
+/// A remembered JWT is used until its `exp` plus the leeway, and checked
+/// again (and refused as expired) from then on.
+#[tokio::test]
+async fn a_remembered_token_is_not_used_past_its_expiry() {
+    let signer = Signer::new("k1");
+    let mut auth = authorizer(&signer);
+    auth.rules.leeway = Duration::ZERO;
+    let mut claims = good_claims();
+    let expires = jwt::now() + 2;
+    claims["exp"] = json!(expires);
+    let token = signer.sign(&claims);
+    let first = Instant::now();
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    assert!(auth.authenticate(&bearer(&token)).await.is_ok());
+    let until = auth.remembered.read().unwrap().tokens[token.as_bytes()].until;
+    // Its `exp`, as an instant (the two clocks read a moment apart).
+    let exp = first + (Duration::from_secs(expires) - epoch);
+    assert!(
+        until <= exp + Duration::from_millis(50),
+        "kept {:?} past its exp",
+        until - exp
+    );
+    // Until then it is taken from memory; from then on, checked again.
+    let deadline = first + Duration::from_secs(10);
+    loop {
+        match auth.authenticate(&bearer(&token)).await {
+            Ok(_) => assert!(Instant::now() < deadline, "still taken after its exp"),
+            Err(refusal) => {
+                assert_eq!(refusal.reason, Reason::Expired);
+                assert!(jwt::now() >= expires, "refused before its exp");
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn an_introspection_answer_is_kept_a_minute_at_most_and_never_past_its_expiry() {
+    let now = Instant::now();
+    let epoch = Duration::from_secs(jwt::now());
+    let claims = |expires| {
+        Ok(jwt::Claims {
+            user: None,
+            scopes: Vec::new(),
+            expires,
+        })
+    };
+    let kept = |answer| tokens::kept_until(&answer, now, epoch) - now;
+    let at = |delta: i64| epoch.as_secs().saturating_add_signed(delta);
+    assert_eq!(kept(claims(at(3600))), INTROSPECTION_TTL);
+    assert_eq!(kept(claims(at(5))), Duration::from_secs(5));
+    assert_eq!(kept(claims(at(-5))), Duration::ZERO);
+    assert_eq!(kept(Err(Reason::Inactive)), REFUSAL_TTL);
+}
+
 #[test]
 fn an_introspection_answer_is_checked_as_a_token_is() {
     let auth = authorizer(&Signer::new("k1"));

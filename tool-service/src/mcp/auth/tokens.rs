@@ -81,11 +81,9 @@ impl Authorizer {
     ) -> (Result<jwt::Claims, Reason>, Option<Instant>) {
         let checked = self.check_signed(discovered, token).await;
         let until = checked.as_ref().ok().map(|claims| {
-            let left = claims
-                .expires
-                .saturating_add(self.rules.leeway.as_secs())
-                .saturating_sub(jwt::now());
-            Instant::now() + Duration::from_secs(left)
+            let ends =
+                Duration::from_secs(claims.expires.saturating_add(self.rules.leeway.as_secs()));
+            Instant::now() + ends.saturating_sub(since_epoch())
         });
         (checked, until)
     }
@@ -136,14 +134,7 @@ impl Authorizer {
                 return (Err(Reason::Unavailable), None);
             }
         };
-        let now = Instant::now();
-        let until = match &answer {
-            Ok(claims) => {
-                let left = claims.expires.saturating_sub(jwt::now());
-                now + INTROSPECTION_TTL.min(Duration::from_secs(left))
-            }
-            Err(_) => now + REFUSAL_TTL,
-        };
+        let until = kept_until(&answer, Instant::now(), since_epoch());
         (answer, Some(until))
     }
 
@@ -163,4 +154,30 @@ impl Authorizer {
             .or_insert_with(|| json!(jwt::now() + INTROSPECTION_TTL.as_secs()));
         jwt::claims(&answer, &self.rules, jwt::now())
     }
+}
+
+/// Until when an introspection answer is kept (`now`, and `epoch_now`
+/// since the epoch, being the same moment): a token's claims a minute at
+/// most and never past its `exp`; a refusal 10 s.
+pub(super) fn kept_until(
+    answer: &Result<jwt::Claims, Reason>,
+    now: Instant,
+    epoch_now: Duration,
+) -> Instant {
+    match answer {
+        Ok(claims) => {
+            let left = Duration::from_secs(claims.expires).saturating_sub(epoch_now);
+            now + INTROSPECTION_TTL.min(left)
+        }
+        Err(_) => now + REFUSAL_TTL,
+    }
+}
+
+/// The time since the epoch, to the nanosecond: a token's `exp` is a
+/// second, and what remains of it is counted from now, not from the
+/// second now is in (which would keep it up to a second too long).
+fn since_epoch() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
