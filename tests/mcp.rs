@@ -1054,3 +1054,43 @@ async fn the_requests_answered_directly_get_the_answers_rmcp_gives() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_preflight_needs_no_token_and_runs_nothing_whatever_its_body_says() {
+    let _turn = HOLDING.lock().await;
+    let (address, _running) =
+        serve_http_on_any_port(tool_service::mcp::HttpOptions::default().with_token("s3cret"))
+            .await;
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "hold", "arguments": {"ms": 1}}});
+    let started = HOLD_STARTED.load(Ordering::SeqCst);
+    let preflight = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let request = raw_request(
+            address,
+            "Access-Control-Request-Method: POST\r\n\
+             Access-Control-Request-Headers: authorization, content-type\r\n",
+            &call,
+        )
+        .replacen("POST ", "OPTIONS ", 1);
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    };
+    let status = preflight.lines().next().unwrap_or_default();
+    assert!(
+        !status.contains(" 401 "),
+        "a preflight carries no token: {preflight}"
+    );
+    assert!(!preflight.contains("\"result\""), "{preflight}");
+    assert_eq!(HOLD_STARTED.load(Ordering::SeqCst), started, "the tool ran");
+    // The same call, posted with the token, runs it.
+    let answer = answer_of(&http_post(address, "Authorization: Bearer s3cret\r\n", &call).await);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "held 1 ms",
+        "{answer}"
+    );
+    assert_eq!(HOLD_STARTED.load(Ordering::SeqCst), started + 1);
+}
