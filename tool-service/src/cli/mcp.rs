@@ -376,3 +376,85 @@ pub(super) async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener,
         .await
         .map_err(|error| format!("cannot serve MCP on {address}: {error}").into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// Every `--oauth-*` flag lands in the options: a flag parsed and
+    /// then ignored fails here.
+    #[test]
+    fn every_oauth_flag_reaches_the_options() {
+        let dir = std::env::temp_dir().join(format!("oauth-flags-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        let secret = secret.to_str().unwrap();
+        let args = [
+            "bin",
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--oauth-issuer",
+            "https://login.example/realms/tools",
+            "--oauth-resource",
+            "https://tools.example/mcp",
+            "--oauth-audience",
+            "api://tools",
+            "--oauth-client-without-audience",
+            "1example23456789",
+            "--oauth-user-claim",
+            "preferred_username",
+            "--oauth-scope-claim",
+            "realm_access.roles",
+            "--oauth-scope",
+            "tickets-service=tickets:write",
+            "--oauth-algorithm",
+            "RS256",
+            "--oauth-leeway",
+            "5s",
+            "--oauth-client-id",
+            "tools",
+            "--oauth-client-secret-file",
+            secret,
+            "--oauth-ca-file",
+            "/etc/ca.pem",
+        ];
+        let Some(Command::Mcp(args)) = Cli::try_parse_from(args).unwrap().command else {
+            panic!("not the mcp command");
+        };
+        let oauth = args.http.options().unwrap().oauth.expect("OAuth on");
+        let defaults = crate::mcp::OAuthOptions::new(
+            "https://login.example/realms/tools",
+            "https://tools.example/mcp",
+        );
+        let mut expected = defaults
+            .clone()
+            .user_claim("preferred_username")
+            .scope_claims(["realm_access.roles"])
+            .scope("tickets-service", "tickets:write");
+        expected.audiences = vec![String::from("api://tools")];
+        expected.clients_without_audience = vec![String::from("1example23456789")];
+        expected.algorithms = vec![crate::mcp::Algorithm::RS256];
+        expected.leeway = Duration::from_secs(5);
+        expected.introspection = Some((String::from("tools"), String::from("s3cret")));
+        expected.ca_file = Some(std::path::PathBuf::from("/etc/ca.pem"));
+        assert_eq!(oauth, expected);
+        // Each flag changed something from the defaults.
+        assert_ne!(oauth.audiences, defaults.audiences);
+        assert_ne!(
+            oauth.clients_without_audience,
+            defaults.clients_without_audience
+        );
+        assert_ne!(oauth.user_claim, defaults.user_claim);
+        assert_ne!(oauth.scope_claims, defaults.scope_claims);
+        assert_ne!(oauth.scopes, defaults.scopes);
+        assert_ne!(oauth.algorithms, defaults.algorithms);
+        assert_ne!(oauth.leeway, defaults.leeway);
+        assert_ne!(oauth.introspection, defaults.introspection);
+        assert_ne!(oauth.ca_file, defaults.ca_file);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
