@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use ring::rand::SystemRandom;
-use ring::signature;
+use ring::signature::{self, EcdsaKeyPair, KeyPair as _};
 use serde_json::{json, Value};
 
 use super::algorithm::Algorithm;
@@ -72,6 +72,89 @@ fn rsa_token_with(key: &signature::RsaKeyPair, header: &Value, claims: &Value) -
     key.sign(padding, &SystemRandom::new(), signed.as_bytes(), &mut sig)
         .unwrap();
     format!("{signed}.{}", b64(&sig))
+}
+
+#[test]
+fn every_algorithm_verifies_with_its_key_and_no_other() {
+    let rsa = rsa_key();
+    let public: signature::RsaPublicKeyComponents<Vec<u8>> = rsa.public().into();
+    let rsa_jwk = json!({"kty": "RSA", "kid": "rsa", "n": b64(&public.n), "e": b64(&public.e)});
+    let rng = SystemRandom::new();
+    let p384 = EcdsaKeyPair::from_pkcs8(
+        &signature::ECDSA_P384_SHA384_FIXED_SIGNING,
+        EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P384_SHA384_FIXED_SIGNING, &rng)
+            .unwrap()
+            .as_ref(),
+        &rng,
+    )
+    .unwrap();
+    let point = p384.public_key().as_ref();
+    let p384_jwk = json!({"kty": "EC", "crv": "P-384", "kid": "p384",
+        "x": b64(&point[1..49]), "y": b64(&point[49..97])});
+    let keys = KeySet::from_jwks(&json!({"keys": [rsa_jwk, p384_jwk]}), 10).0;
+    let rules = super::jwt::tests::rules();
+    let check =
+        |token: &str| parse(token, &rules).and_then(|parsed| parsed.check(&keys, &rules, now()));
+    for alg in [
+        Algorithm::RS256,
+        Algorithm::RS384,
+        Algorithm::RS512,
+        Algorithm::PS256,
+        Algorithm::PS384,
+        Algorithm::PS512,
+    ] {
+        let token = rsa_token(&rsa, alg, "rsa", &super::jwt::tests::good_claims());
+        assert_eq!(
+            check(&token).map(|claims| claims.user),
+            Ok(Some("alice".into())),
+            "{alg}"
+        );
+        // The same signature under another algorithm's name, or a
+        // changed payload, does not hold.
+        let other = if alg == Algorithm::RS256 {
+            "PS256"
+        } else {
+            "RS256"
+        };
+        let renamed = token.replacen(
+            &b64(json!({"alg": alg.name(), "kid": "rsa"})
+                .to_string()
+                .as_bytes()),
+            &b64(json!({"alg": other, "kid": "rsa"}).to_string().as_bytes()),
+            1,
+        );
+        assert_eq!(check(&renamed), Err(Reason::Signature), "{alg} as {other}");
+        // Under the EC key's id, an RSA algorithm is refused outright.
+        let wrong_key = rsa_token(&rsa, alg, "p384", &super::jwt::tests::good_claims());
+        assert_eq!(
+            check(&wrong_key),
+            Err(Reason::Algorithm),
+            "{alg} with an EC key"
+        );
+    }
+    let signed = format!(
+        "{}.{}",
+        b64(json!({"alg": "ES384", "kid": "p384"})
+            .to_string()
+            .as_bytes()),
+        b64(super::jwt::tests::good_claims().to_string().as_bytes())
+    );
+    let sig = p384.sign(&rng, signed.as_bytes()).unwrap();
+    let es384 = format!("{signed}.{}", b64(sig.as_ref()));
+    assert_eq!(
+        check(&es384).map(|claims| claims.user),
+        Ok(Some("alice".into()))
+    );
+    let tampered = format!("{signed}x.{}", b64(sig.as_ref()));
+    assert!(check(&tampered).is_err());
+    // ES384 under the RSA key's id: the key's kind refuses it.
+    let under_rsa = format!(
+        "{}.{}.{}",
+        b64(json!({"alg": "ES384", "kid": "rsa"}).to_string().as_bytes()),
+        b64(super::jwt::tests::good_claims().to_string().as_bytes()),
+        b64(sig.as_ref())
+    );
+    assert_eq!(check(&under_rsa), Err(Reason::Algorithm));
 }
 
 /// The RSA key of the test issuers.
