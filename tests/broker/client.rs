@@ -148,6 +148,8 @@ fn the_client_sends_the_context_of_the_callers_span() {
     // This thread's subscriber only, on a runtime of this thread only.
     let subscriber = tracing_subscriber::registry().with(otel.layer());
     let _default = tracing::subscriber::set_default(subscriber);
+    // Callsites another test registered first are wanted here too.
+    tracing::callsite::rebuild_interest_cache();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -122,12 +122,19 @@ async fn metrics_count_invocations_errors_latency_and_in_flight() {
     );
     assert!(body.contains("# TYPE tg_consumer_request_duration_seconds histogram\n"));
 
-    // Afterwards nothing is in flight and the slow request counts too.
-    let settled = r#"tg_tool_service_in_flight{processor="wait-service"} 0"#;
+    // Afterwards nothing is in flight and the slow request counts too: its
+    // handler ends (the gauge) before the broker confirms its answer (the
+    // count), so both are waited for.
+    let settled = [
+        r#"tg_tool_service_in_flight{processor="wait-service"} 0"#,
+        r#"tg_dynamic_tool_service_invocation_total{processor="wait-service"} 4"#,
+    ];
     let mut body = String::new();
     support::wait_until("the slow request counted", Duration::from_secs(10), || {
         body = scrape(port).1;
-        body.lines().any(|line| line == settled)
+        settled
+            .iter()
+            .all(|series| body.lines().any(|line| line == *series))
     })
     .await;
     assert_eq!(

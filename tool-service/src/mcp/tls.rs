@@ -1066,6 +1066,8 @@ mod tests {
         let lines = Lines::default();
         let _logging =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(lines.clone()));
+        // Callsites another test registered first are wanted here too.
+        tracing::callsite::rebuild_interest_cache();
 
         let dir = Scratch::new("reload");
         let [a, b, c] = ["a", "b", "c"].map(|name| dir.self_signed(name));

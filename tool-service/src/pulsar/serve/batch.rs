@@ -19,6 +19,9 @@
 //! Every Pulsar client unpacks a batch into its messages, each with its own
 //! properties (its `id`, its trace context): TrustGraph's Python client, the
 //! Java client and this crate's own.
+//!
+//! With batching off, the same task sends each answer as a message of its
+//! own, at once, without waiting for the receipts of those before it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,7 +31,7 @@ use std::sync::Arc;
 
 use pulsar::producer::{Message, Producer, SendFuture};
 use pulsar::TokioExecutor;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::metrics::ServiceMetrics;
 
@@ -44,15 +47,19 @@ pub(super) const MAX_BATCH_BYTES: usize = 128 * 1024;
 /// text: its metadata's framing and size, with room to spare.
 const ENTRY_OVERHEAD: usize = 32;
 
-/// What a batching producer does, for the publishing task: the Pulsar
-/// producer, or a recorder in the tests.
+/// What a producer does, for the publishing task: the Pulsar producer, or
+/// a recorder in the tests.
 pub(super) trait Batching: Send + 'static {
-    /// The broker's receipt for one message of a batch.
+    /// The broker's receipt for one message.
     type Receipt: Future<Output = Result<(), Self::Error>> + Send + Unpin + 'static;
     /// Why a message could not be added, or the producer not closed.
     type Error: std::fmt::Display + Send + 'static;
 
-    /// Adds a message to the batch being built.
+    /// The error of an answer whose publishing task had ended.
+    fn closed() -> Self::Error;
+
+    /// Adds a message to the batch being built (without batching: sends
+    /// it).
     fn add(
         &mut self,
         message: Message,
@@ -67,11 +74,15 @@ pub(super) trait Batching: Send + 'static {
 }
 
 impl Batching for Producer<TokioExecutor> {
-    type Receipt = Sent;
+    type Receipt = ProducerReceipt;
     type Error = pulsar::Error;
 
-    async fn add(&mut self, message: Message) -> Result<Sent, pulsar::Error> {
-        self.send_non_blocking(message).await.map(Sent)
+    fn closed() -> pulsar::Error {
+        pulsar::Error::Producer(pulsar::error::ProducerError::Closed)
+    }
+
+    async fn add(&mut self, message: Message) -> Result<ProducerReceipt, pulsar::Error> {
+        self.send_non_blocking(message).await.map(ProducerReceipt)
     }
 
     async fn flush(&mut self) -> Result<(), pulsar::Error> {
@@ -83,10 +94,10 @@ impl Batching for Producer<TokioExecutor> {
     }
 }
 
-/// The broker's receipt for one message.
-pub(super) struct Sent(pub(super) SendFuture);
+/// The broker's receipt for one message, as the producer hands it out.
+pub(super) struct ProducerReceipt(SendFuture);
 
-impl Future for Sent {
+impl Future for ProducerReceipt {
     type Output = Result<(), pulsar::Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -94,12 +105,13 @@ impl Future for Sent {
     }
 }
 
-/// The options of a producer that batches as [`Publisher`] asks: batches
-/// are sent when it says so (or at [`MAX_BATCH_MESSAGES`]), never on a timer.
-pub(super) fn producer_options() -> pulsar::producer::ProducerOptions {
+/// The options of a producer that batches as [`Publisher`] asks (batches
+/// sent when it says so, or at [`MAX_BATCH_MESSAGES`], never on a timer),
+/// or that sends each message at once.
+pub(super) fn producer_options(batching: bool) -> pulsar::producer::ProducerOptions {
     pulsar::producer::ProducerOptions {
         block_queue_if_full: true,
-        batch_size: Some(MAX_BATCH_MESSAGES as u32),
+        batch_size: batching.then_some(MAX_BATCH_MESSAGES as u32),
         batch_byte_size: None,
         batch_timeout: None,
         ..pulsar::producer::ProducerOptions::default()
@@ -116,35 +128,51 @@ struct Outgoing<B: Batching> {
     receipt: oneshot::Sender<Result<B::Receipt, B::Error>>,
 }
 
-/// The handle of a service's publishing task.
+/// The handle of a service's publishing task: shared by the worker and its
+/// streaming calls, each queueing answers through `&self`.
 pub(super) struct Publisher<B: Batching> {
-    queue: Option<mpsc::UnboundedSender<Outgoing<B>>>,
-    task: Option<tokio::task::JoinHandle<Result<(), B::Error>>>,
+    queue: mpsc::UnboundedSender<Outgoing<B>>,
+    /// Tells the task to send what is queued and close the producer, even
+    /// while a streaming call abandoned at the drain still holds this.
+    closing: Arc<Notify>,
+    task: std::sync::Mutex<Option<PublishingTask<B>>>,
 }
 
+/// The publishing task, until it is awaited at the close.
+type PublishingTask<B> = tokio::task::JoinHandle<Result<(), <B as Batching>::Error>>;
+
 impl<B: Batching> Publisher<B> {
-    /// Starts the task that publishes through `producer`, in batches of at
-    /// most `max_message_size` bytes with their envelope, and counts them in
-    /// `metrics`.
+    /// Starts the task that publishes through `producer`: in batches of at
+    /// most `max_message_size` bytes with their envelope, counted in
+    /// `metrics`, or (not `batching`) each answer alone and at once.
     pub(super) fn start(
         producer: B,
         max_message_size: usize,
+        batching: bool,
         metrics: Arc<ServiceMetrics>,
     ) -> Self {
         let (queue, queued) = mpsc::unbounded_channel();
         let limit = max_message_size
             .saturating_sub(crate::wire::MESSAGE_OVERHEAD)
             .min(MAX_BATCH_BYTES);
-        let task = tokio::spawn(publish(producer, queued, limit, metrics));
+        let closing = Arc::new(Notify::new());
+        let task = tokio::spawn(publish(
+            producer,
+            queued,
+            Arc::clone(&closing),
+            batching.then_some(limit),
+            metrics,
+        ));
         Self {
-            queue: Some(queue),
-            task: Some(task),
+            queue,
+            closing,
+            task: std::sync::Mutex::new(Some(task)),
         }
     }
 
     /// Queues `message` for the next batch (`alone`: in a batch of its
     /// own); its receipt comes once the batch is sent.
-    pub(super) fn send(&self, message: Message, alone: bool) -> Result<Receipt<B>, Closed> {
+    pub(super) fn queue(&self, message: Message, alone: bool) -> Result<Receipt<B>, B::Error> {
         let (receipt, received) = oneshot::channel();
         let bytes = entry_size(&message);
         let outgoing = Outgoing {
@@ -153,74 +181,54 @@ impl<B: Batching> Publisher<B> {
             alone,
             receipt,
         };
-        let queue = self.queue.as_ref().ok_or(Closed)?;
-        queue.send(outgoing).map_err(|_| Closed)?;
+        self.queue.send(outgoing).map_err(|_| B::closed())?;
         Ok(Receipt::Queued(received))
     }
 
-    /// Sends what is queued, then closes the producer.
-    pub(super) async fn close(&mut self) -> Result<(), Closed> {
-        drop(self.queue.take());
-        let Some(task) = self.task.take() else {
-            return Ok(());
-        };
-        match task.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "closing the response producer");
-                Err(Closed)
-            }
-            Err(_) => Err(Closed),
+    /// Sends what is queued, then closes the producer; answers queued after
+    /// this are refused with [`Batching::closed`].
+    pub(super) async fn close(&self) -> Result<(), B::Error> {
+        self.closing.notify_one();
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match task {
+            None => Ok(()),
+            Some(task) => task.await.unwrap_or_else(|_| Err(B::closed())),
         }
     }
 }
 
 impl<B: Batching> Drop for Publisher<B> {
     fn drop(&mut self) {
-        // Dropped without closing (the worker was aborted): the task ends
-        // with its queue, after sending what it holds.
-        drop(self.queue.take());
+        // Dropped without closing (the worker was aborted): the task sends
+        // what it holds and ends.
+        self.closing.notify_one();
     }
 }
 
-/// The publishing task is gone: the producer was closed.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Closed;
-
 /// The receipt of one answer: first the task's word that the answer is in
-/// a batch, then the broker's for the batch.
+/// a batch (or sent), then the broker's.
 pub(super) enum Receipt<B: Batching> {
     Queued(oneshot::Receiver<Result<B::Receipt, B::Error>>),
-    Batched(B::Receipt),
-}
-
-/// What a receipt completes with.
-pub(super) enum Receipted<E> {
-    /// The broker has the answer.
-    Done,
-    /// The producer refused it or the broker did.
-    Refused(E),
-    /// The publishing task ended first.
-    Closed,
+    Sent(B::Receipt),
 }
 
 impl<B: Batching> Future for Receipt<B> {
-    type Output = Receipted<B::Error>;
+    type Output = Result<(), B::Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match &mut *self {
                 Self::Queued(queued) => match std::task::ready!(Pin::new(queued).poll(cx)) {
-                    Ok(Ok(receipt)) => *self = Self::Batched(receipt),
-                    Ok(Err(error)) => return Poll::Ready(Receipted::Refused(error)),
-                    Err(_) => return Poll::Ready(Receipted::Closed),
+                    Ok(Ok(receipt)) => *self = Self::Sent(receipt),
+                    Ok(Err(error)) => return Poll::Ready(Err(error)),
+                    // The task ended before it took the answer.
+                    Err(_) => return Poll::Ready(Err(B::closed())),
                 },
-                Self::Batched(receipt) => {
-                    return Poll::Ready(match std::task::ready!(Pin::new(receipt).poll(cx)) {
-                        Ok(()) => Receipted::Done,
-                        Err(error) => Receipted::Refused(error),
-                    });
-                }
+                Self::Sent(receipt) => return Pin::new(receipt).poll(cx),
             }
         }
     }
@@ -251,16 +259,38 @@ impl Building {
 }
 
 /// The publishing task: everything queued goes into one batch, sent when
-/// the queue is empty or the batch full.
+/// the queue is empty or the batch full, each batch at most `limit` bytes;
+/// with no `limit`, each answer is sent alone as it comes. At `closing`,
+/// what is queued still goes, then the producer closes.
 async fn publish<B: Batching>(
     mut producer: B,
     mut queued: mpsc::UnboundedReceiver<Outgoing<B>>,
-    limit: usize,
+    closing: Arc<Notify>,
+    limit: Option<usize>,
     metrics: Arc<ServiceMetrics>,
 ) -> Result<(), B::Error> {
     let mut building = Building::default();
     let metrics = &*metrics;
-    while let Some(first) = queued.recv().await {
+    let closing = closing.notified();
+    tokio::pin!(closing);
+    let mut open = true;
+    loop {
+        let first = tokio::select! {
+            biased;
+            first = queued.recv() => first,
+            () = &mut closing, if open => {
+                // What is queued still goes; nothing more is taken.
+                open = false;
+                queued.close();
+                continue;
+            }
+        };
+        let Some(first) = first else { break };
+        let Some(limit) = limit else {
+            let added = producer.add(first.message).await;
+            let _ = first.receipt.send(added);
+            continue;
+        };
         let mut next = Some(first);
         while let Some(outgoing) = next.take().or_else(|| queued.try_recv().ok()) {
             if outgoing.alone || !building.takes(outgoing.bytes, limit) {
@@ -331,6 +361,10 @@ mod tests {
         type Receipt = std::future::Ready<Result<(), String>>;
         type Error = String;
 
+        fn closed() -> String {
+            String::from("closed")
+        }
+
         async fn add(&mut self, message: Message) -> Result<Self::Receipt, String> {
             let id = message.properties["id"].clone();
             self.calls.lock().unwrap().push(Call::Add(id));
@@ -376,13 +410,13 @@ mod tests {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
         let all = crate::metrics::Metrics::new();
-        let mut publisher = Publisher::start(recorder.clone(), 1 << 20, all.service("b-service"));
+        let publisher = Publisher::start(recorder.clone(), 1 << 20, true, all.service("b-service"));
         let receipts: Vec<_> = ["a", "b", "c"]
             .iter()
-            .map(|id| publisher.send(message(id, 10), false).unwrap())
+            .map(|id| publisher.queue(message(id, 10), false).unwrap())
             .collect();
         for receipt in receipts {
-            assert!(matches!(receipt.await, Receipted::Done));
+            receipt.await.unwrap();
         }
         publisher.close().await.unwrap();
         assert_eq!(
@@ -401,22 +435,22 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn an_answer_alone_goes_at_once_and_those_ready_meanwhile_go_next() {
         let recorder = Recorder::default();
-        let mut publisher = Publisher::start(recorder.clone(), 1 << 20, metrics());
-        let first = publisher.send(message("a", 10), false).unwrap();
+        let publisher = Publisher::start(recorder.clone(), 1 << 20, true, metrics());
+        let first = publisher.queue(message("a", 10), false).unwrap();
         settle().await;
         // Sent at once, with no other answer to wait for; its receipt is
         // still on its way.
         assert_eq!(*recorder.calls.lock().unwrap(), [add("a"), Call::Flush]);
         let later: Vec<_> = ["b", "c"]
             .iter()
-            .map(|id| publisher.send(message(id, 10), false).unwrap())
+            .map(|id| publisher.queue(message(id, 10), false).unwrap())
             .collect();
         settle().await;
         assert_eq!(recorder.calls.lock().unwrap().len(), 2);
         recorder.hold.add_permits(1000);
-        assert!(matches!(first.await, Receipted::Done));
+        first.await.unwrap();
         for receipt in later {
-            assert!(matches!(receipt.await, Receipted::Done));
+            receipt.await.unwrap();
         }
         publisher.close().await.unwrap();
         assert_eq!(
@@ -437,7 +471,7 @@ mod tests {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
         let limit = 3000 + crate::wire::MESSAGE_OVERHEAD;
-        let mut publisher = Publisher::start(recorder.clone(), limit, metrics());
+        let publisher = Publisher::start(recorder.clone(), limit, true, metrics());
         for (id, bytes) in [
             ("a", 1000),
             ("b", 1000),
@@ -447,7 +481,7 @@ mod tests {
             ("alone", 10),
             ("e", 10),
         ] {
-            drop(publisher.send(message(id, bytes), id == "alone").unwrap());
+            drop(publisher.queue(message(id, bytes), id == "alone").unwrap());
         }
         publisher.close().await.unwrap();
         assert_eq!(
@@ -475,9 +509,9 @@ mod tests {
     async fn a_batch_holds_at_most_its_count() {
         let recorder = Recorder::default();
         recorder.hold.add_permits(1000);
-        let mut publisher = Publisher::start(recorder.clone(), usize::MAX, metrics());
+        let publisher = Publisher::start(recorder.clone(), usize::MAX, true, metrics());
         for n in 0..=MAX_BATCH_MESSAGES {
-            drop(publisher.send(message(&n.to_string(), 1), false).unwrap());
+            drop(publisher.queue(message(&n.to_string(), 1), false).unwrap());
         }
         publisher.close().await.unwrap();
         let calls = recorder.calls.lock().unwrap();
@@ -491,10 +525,49 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn without_batching_each_answer_goes_alone_at_once() {
+        let recorder = Recorder::default();
+        let publisher = Publisher::start(recorder.clone(), 1 << 20, false, metrics());
+        let receipts: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|id| publisher.queue(message(id, 10), false).unwrap())
+            .collect();
+        for receipt in receipts {
+            receipt.await.unwrap();
+        }
+        // No batch was ever sent (its flush would wait on `hold`).
+        publisher.close().await.unwrap();
+        assert_eq!(
+            *recorder.calls.lock().unwrap(),
+            [add("a"), add("b"), add("c"), Call::Close]
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn close_sends_what_is_queued_while_another_holder_remains() {
+        let recorder = Recorder::default();
+        recorder.hold.add_permits(1000);
+        let publisher = Arc::new(Publisher::start(recorder.clone(), 1 << 20, true, metrics()));
+        // A streaming call that was abandoned still holds the publisher.
+        let abandoned = Arc::clone(&publisher);
+        let queued = publisher.queue(message("a", 10), false).unwrap();
+        publisher.close().await.unwrap();
+        queued.await.unwrap();
+        assert_eq!(
+            *recorder.calls.lock().unwrap(),
+            [add("a"), Call::Flush, Call::Close]
+        );
+        assert_eq!(
+            abandoned.queue(message("late", 1), false).err().as_deref(),
+            Some("closed")
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn after_close_an_answer_is_refused_with_closed() {
         let recorder = Recorder::default();
-        let mut publisher = Publisher::start(recorder, 1 << 20, metrics());
+        let publisher = Publisher::start(recorder, 1 << 20, true, metrics());
         publisher.close().await.unwrap();
-        assert!(publisher.send(message("a", 1), false).is_err());
+        assert!(publisher.queue(message("a", 1), false).is_err());
     }
 }

@@ -168,6 +168,9 @@ mod tests {
             .build()
             .unwrap();
         tracing::subscriber::with_default(subscriber, || {
+            // Another test's thread may have registered these callsites
+            // while no subscriber of this thread's was there to want them.
+            tracing::callsite::rebuild_interest_cache();
             runtime.block_on(async {
                 let metrics = Metrics::new();
                 let watching = watch(scripted(down), &metrics, "pulsar://b:6650");

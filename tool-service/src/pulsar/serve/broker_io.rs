@@ -5,15 +5,13 @@
 //! costs no indirection on the hot path.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::producer::Producer;
 use pulsar::{Consumer, Pulsar, SubType, TokioExecutor};
 
-use super::batch::{Closed, Publisher, Receipt, Receipted, Sent};
+use super::batch::{Publisher, Receipt};
 use crate::service::Service;
 use crate::trace::Headers;
 
@@ -64,23 +62,24 @@ pub(super) trait Requests: Send + 'static {
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
-/// A service's response publisher.
-pub(super) trait Responses: Send + 'static {
+/// A service's response publisher, shared by the worker and its streaming
+/// calls.
+pub(super) trait Responses: Send + Sync + 'static {
     /// Why a response could not be published.
     type Error: Send + 'static;
     /// Completes when the broker has the response (or refused it).
     type Receipt: Future<Output = Result<(), Self::Error>> + Send + Unpin + 'static;
 
-    /// Publishes one encoded frame under the request's `id`, with the
-    /// trace context `trace`, in a batch with others unless `alone`; the
-    /// receipt comes later.
+    /// Queues one encoded frame for publishing under the request's `id`,
+    /// with the trace context `trace`, in a batch with others unless
+    /// `alone`; the receipt comes later.
     fn send(
-        &mut self,
+        &self,
         id: &str,
         frame: Vec<u8>,
         trace: Headers,
         alone: bool,
-    ) -> impl Future<Output = Result<Self::Receipt, Self::Error>> + Send;
+    ) -> Result<Self::Receipt, Self::Error>;
 
     /// What went wrong, in words for the caller's error frame and the log.
     fn describe(error: &Self::Error) -> String;
@@ -89,8 +88,8 @@ pub(super) trait Responses: Send + 'static {
     /// this frame alone): sent again alone, it may be taken.
     fn refused_batch(error: &Self::Error) -> bool;
 
-    /// Stops publishing.
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    /// Sends what is queued and stops publishing.
+    fn close(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
 /// A Shared consumer on a service's request topic, and what it takes to
@@ -206,39 +205,22 @@ async fn consumer(
         .await
 }
 
-/// A producer on a service's response topic: batching (the default; see
-/// [`super::batch`]) or sending each answer alone. One per service, so its
-/// size costs nothing, and the producer is not boxed.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum PulsarResponses {
-    /// Each answer in a message of its own, sent at once.
-    Alone(Producer<TokioExecutor>),
-    /// Answers ready together share a batch.
-    Batched(Publisher<Producer<TokioExecutor>>),
-}
+/// The publisher of a service's responses over Pulsar: its producer, in
+/// batches (the default; see [`super::batch`]) or each answer alone.
+pub(super) type PulsarResponses = Publisher<Producer<TokioExecutor>>;
 
 impl Responses for PulsarResponses {
     type Error = pulsar::Error;
-    type Receipt = PulsarReceipt;
+    type Receipt = Receipt<Producer<TokioExecutor>>;
 
-    async fn send(
-        &mut self,
+    fn send(
+        &self,
         id: &str,
         frame: Vec<u8>,
         trace: Headers,
         alone: bool,
     ) -> Result<Self::Receipt, Self::Error> {
-        let message = crate::pulsar::broker::response(id, frame, trace);
-        match self {
-            Self::Alone(producer) => producer
-                .send_non_blocking(message)
-                .await
-                .map(|sent| PulsarReceipt::Alone(Sent(sent))),
-            Self::Batched(publisher) => publisher
-                .send(message, alone)
-                .map(PulsarReceipt::Batched)
-                .map_err(|Closed| closed()),
-        }
+        self.queue(crate::pulsar::broker::response(id, frame, trace), alone)
     }
 
     fn describe(error: &Self::Error) -> String {
@@ -257,36 +239,9 @@ impl Responses for PulsarResponses {
         }
     }
 
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        match self {
-            Self::Alone(producer) => producer.close().await,
-            Self::Batched(publisher) => publisher.close().await.map_err(|Closed| closed()),
-        }
+    async fn close(&self) -> Result<(), Self::Error> {
+        Publisher::close(self).await.inspect_err(|error| {
+            tracing::debug!(%error, "closing the response producer");
+        })
     }
-}
-
-/// The broker's receipt for one response.
-pub(super) enum PulsarReceipt {
-    Alone(Sent),
-    Batched(Receipt<Producer<TokioExecutor>>),
-}
-
-impl Future for PulsarReceipt {
-    type Output = Result<(), pulsar::Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Alone(sent) => Pin::new(sent).poll(cx),
-            Self::Batched(receipt) => Pin::new(receipt).poll(cx).map(|receipted| match receipted {
-                Receipted::Done => Ok(()),
-                Receipted::Refused(error) => Err(error),
-                Receipted::Closed => Err(closed()),
-            }),
-        }
-    }
-}
-
-/// The producer was closed before the response was sent.
-fn closed() -> pulsar::Error {
-    pulsar::Error::Producer(pulsar::error::ProducerError::Closed)
 }

@@ -55,7 +55,7 @@ pub(super) enum Attempt {
 }
 
 /// An answer the broker has not confirmed yet.
-pub(super) struct Sent<M> {
+pub(super) struct Unconfirmed<M> {
     pub(super) answer: Answer<M>,
     /// Which attempt this is.
     pub(super) attempt: Attempt,
@@ -63,17 +63,17 @@ pub(super) struct Sent<M> {
     pub(super) publish: crate::trace::Send,
 }
 
-/// A [`Sent`] answer and the broker's receipt for it.
-struct Receipt<M, R> {
-    sent: Option<Sent<M>>,
+/// An [`Unconfirmed`] answer and the broker's receipt for it.
+struct Confirming<M, R> {
+    sent: Option<Unconfirmed<M>>,
     receipt: R,
 }
 
 // Nothing in a receipt is pinned but the receipt future, which is `Unpin`.
-impl<M, R: Unpin> Unpin for Receipt<M, R> {}
+impl<M, R: Unpin> Unpin for Confirming<M, R> {}
 
-impl<M, R: Future<Output = Result<(), E>> + Unpin, E> Future for Receipt<M, R> {
-    type Output = (Sent<M>, Result<(), E>);
+impl<M, R: Future<Output = Result<(), E>> + Unpin, E> Future for Confirming<M, R> {
+    type Output = (Unconfirmed<M>, Result<(), E>);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -114,7 +114,7 @@ impl<M> Future for Returning<M> {
 /// What settles next among a worker's busy requests.
 pub(super) enum Settled<M, E> {
     /// The broker has an answer (`Ok`), or it could not be published.
-    Confirmed(Sent<M>, Result<(), E>),
+    Confirmed(Unconfirmed<M>, Result<(), E>),
     /// A request's task ended.
     TaskEnded(Result<Done<M, E>, tokio::task::JoinError>),
     /// A request's return delay is over.
@@ -127,7 +127,7 @@ pub(super) enum Settled<M, E> {
 /// response also slows the intake.
 pub(super) struct Busy<M, E, R> {
     tasks: JoinSet<Done<M, E>>,
-    receipts: FuturesUnordered<Receipt<M, R>>,
+    receipts: FuturesUnordered<Confirming<M, R>>,
     returning: FuturesUnordered<Returning<M>>,
 }
 
@@ -161,8 +161,8 @@ where
     }
 
     /// Waits for the broker's receipt for `sent`.
-    pub(super) fn await_receipt(&mut self, sent: Sent<M>, receipt: R) {
-        self.receipts.push(Receipt {
+    pub(super) fn await_receipt(&mut self, sent: Unconfirmed<M>, receipt: R) {
+        self.receipts.push(Confirming {
             sent: Some(sent),
             receipt,
         });

@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar::{Pulsar, TokioExecutor};
-use tokio::sync::{AcquireError, Mutex, OwnedSemaphorePermit};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 
 use super::broker_io::{PulsarRequests, PulsarResponses, Requests, Responses};
-use super::busy::{Answer, Attempt, Busy, Done, Sent, Settled};
+use super::busy::{Answer, Attempt, Busy, Done, Settled, Unconfirmed};
 use super::gate::Gate;
 use super::ServeError;
 use crate::dispatch;
@@ -36,7 +36,7 @@ use crate::pulsar::backoff::Backoff;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
 use crate::{error::ToolError, service::Service, state::State};
-use publish::{stream, Output};
+use publish::stream;
 
 /// The `id` answered when a request carries no `id` property, as TrustGraph does.
 const UNKNOWN_ID: &str = "unknown";
@@ -95,7 +95,8 @@ pub(super) struct Worker<R: Requests, P: Responses> {
     metrics: Arc<ServiceMetrics>,
     gate: Arc<Gate>,
     requests: R,
-    output: Output<P>,
+    /// Where the answers go, shared with the streaming calls.
+    output: Arc<P>,
     busy: Busy<Msg<R>, P::Error, P::Receipt>,
     /// Requests admitted but not started yet, for want of a concurrency
     /// permit. Reading ahead keeps the client library from stalling, which
@@ -135,26 +136,21 @@ impl PulsarWorker {
         let requests = PulsarRequests::subscribe(pulsar, service, permits)
             .await
             .map_err(|source| topic_error(service, "subscribe", &request_queue, source))?;
-        let responses = if options.batch_responses {
-            let producer = pulsar
-                .producer()
-                .with_topic(&response_queue)
-                .with_options(super::batch::producer_options())
-                .build()
-                .await;
-            producer.map(|producer| {
-                PulsarResponses::Batched(super::batch::Publisher::start(
+        let responses = pulsar
+            .producer()
+            .with_topic(&response_queue)
+            .with_options(super::batch::producer_options(options.batch_responses))
+            .build()
+            .await
+            .map(|producer| {
+                PulsarResponses::start(
                     producer,
                     options.max_message_size,
+                    options.batch_responses,
                     Arc::clone(&metrics),
-                ))
+                )
             })
-        } else {
-            crate::pulsar::broker::producer(pulsar, &response_queue)
-                .await
-                .map(PulsarResponses::Alone)
-        }
-        .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
+            .map_err(|source| topic_error(service, "publish", &response_queue, source))?;
         // Topic lookups may have opened connections of their own.
         crate::pulsar::compat::nodelay::apply();
         tracing::info!(
@@ -212,11 +208,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             waiting: None,
             gate: Arc::default(),
             requests,
-            output: if service.is_streaming() {
-                Output::Shared(Arc::new(Mutex::new(responses)))
-            } else {
-                Output::Owned(responses)
-            },
+            output: Arc::new(responses),
             busy: Busy::default(),
             backlog: VecDeque::new(),
             report: ServiceReport::default(),
@@ -413,7 +405,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             Settled::TaskEnded(Ok(Done::Unsent(answer, error))) => {
                 // The chunk's own span has its failure; the chunk is lost,
                 // so the notice ends the answer.
-                let sent = Sent {
+                let sent = Unconfirmed {
                     answer,
                     attempt: Attempt::Alone,
                     publish: trace::Send::default(),
@@ -532,12 +524,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 return self.send(answer, Attempt::Answer).await;
             }
         };
-        let shared = match &self.output {
-            Output::Owned(_) => None,
-            Output::Shared(responses) => Some(Arc::clone(responses)),
-        };
-        match shared {
-            Some(responses) => {
+        match self.service.is_streaming() {
+            true => {
+                let responses = Arc::clone(&self.output);
                 let task = stream::<R, P>(
                     self.service,
                     self.state.clone(),
@@ -554,7 +543,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                 );
                 self.busy.spawn(span.instrument(task));
             }
-            None => self.answer(message, call, span).await,
+            false => self.answer(message, call, span).await,
         }
     }
 

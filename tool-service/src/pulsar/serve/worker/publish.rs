@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Mutex;
-
 use super::super::broker_io::{Requests, Responses};
-use super::super::busy::{Answer, Attempt, Done, Sent, RETURN_DELAY};
+use super::super::busy::{Answer, Attempt, Done, Unconfirmed, RETURN_DELAY};
 use super::{id_of, Msg, Worker};
 use crate::dispatch::{self, FrameSink};
 use crate::error::ToolError;
@@ -16,37 +14,6 @@ use crate::service::{Lease, Service};
 use crate::state::State;
 use crate::trace::{self, Topics};
 use crate::wire::{Frame, Request};
-
-/// Where a service's responses go out. One per service, so the size of the
-/// owned publisher costs nothing, and the hot path needs no indirection.
-pub(super) enum Output<P> {
-    /// Non-streaming services: only the loop sends.
-    Owned(P),
-    /// Streaming services: each request's task sends its chunks too.
-    Shared(Arc<Mutex<P>>),
-}
-
-impl<P: Responses> Output<P> {
-    pub(super) async fn send(
-        &mut self,
-        id: &str,
-        frame: Vec<u8>,
-        trace: trace::Headers,
-        alone: bool,
-    ) -> Result<P::Receipt, P::Error> {
-        match self {
-            Self::Owned(responses) => responses.send(id, frame, trace, alone).await,
-            Self::Shared(responses) => responses.lock().await.send(id, frame, trace, alone).await,
-        }
-    }
-
-    pub(super) async fn close(&mut self) -> Result<(), P::Error> {
-        match self {
-            Self::Owned(responses) => responses.close().await,
-            Self::Shared(responses) => responses.lock().await.close().await,
-        }
-    }
-}
 
 impl<R: Requests, P: Responses> Worker<R, P> {
     /// Publishes an answer (or, as `attempt` says, the same alone, or the
@@ -58,9 +25,9 @@ impl<R: Requests, P: Responses> Worker<R, P> {
             let frame = answer.frame.encode();
             let id = id_of::<R>(&answer.message);
             let alone = attempt != Attempt::Answer;
-            match self.output.send(id, frame, publish.headers(), alone).await {
+            match self.output.send(id, frame, publish.headers(), alone) {
                 Ok(receipt) => {
-                    let sent = Sent {
+                    let sent = Unconfirmed {
                         answer,
                         attempt,
                         publish,
@@ -68,7 +35,7 @@ impl<R: Requests, P: Responses> Worker<R, P> {
                     return self.busy.await_receipt(sent, receipt);
                 }
                 Err(error) => match self.failed(
-                    Sent {
+                    Unconfirmed {
                         answer,
                         attempt,
                         publish,
@@ -83,8 +50,8 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     }
 
     /// The broker has an answer.
-    pub(super) async fn confirmed(&mut self, sent: Sent<Msg<R>>) {
-        let Sent {
+    pub(super) async fn confirmed(&mut self, sent: Unconfirmed<Msg<R>>) {
+        let Unconfirmed {
             answer,
             attempt,
             publish,
@@ -137,10 +104,10 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     /// after [`RETURN_DELAY`] (redelivered on a persistent topic).
     pub(super) fn failed(
         &mut self,
-        sent: Sent<Msg<R>>,
+        sent: Unconfirmed<Msg<R>>,
         error: &P::Error,
     ) -> Option<(Answer<Msg<R>>, Attempt)> {
-        let Sent {
+        let Unconfirmed {
             mut answer,
             attempt,
             publish,
@@ -178,19 +145,19 @@ impl<R: Requests, P: Responses> Worker<R, P> {
     }
 }
 
-/// Serves a streaming request: its chunks go out through the shared
+/// Serves a streaming request: its chunks go out through the worker's
 /// publisher as they come, each confirmed before the next; the frame that
 /// ends the answer goes back to the loop in `answer`.
 pub(super) async fn stream<R: Requests, P: Responses>(
     service: Service,
     state: State,
     limits: dispatch::Limits,
-    responses: Arc<Mutex<P>>,
+    responses: Arc<P>,
     topics: Arc<Topics>,
     mut answer: Answer<Msg<R>>,
 ) -> Done<Msg<R>, P::Error> {
     let mut sink = ChunkSink {
-        responses: &responses,
+        responses: &*responses,
         request: &answer.span,
         topics: &topics,
         last: None,
@@ -211,7 +178,7 @@ pub(super) async fn stream<R: Requests, P: Responses>(
 
 /// Publishes a streaming answer's chunks and keeps its last frame.
 struct ChunkSink<'a, P> {
-    responses: &'a Mutex<P>,
+    responses: &'a P,
     /// The request's span, and what its frames' spans are called.
     request: &'a trace::RequestSpan,
     topics: &'a Topics,
@@ -230,14 +197,7 @@ impl<P: Responses> FrameSink for ChunkSink<'_, P> {
         let (responses, context) = (self.responses, &publish);
         let send = |frame: Vec<u8>, alone: bool| {
             let headers = context.headers();
-            async move {
-                let receipt = responses
-                    .lock()
-                    .await
-                    .send(id, frame, headers, alone)
-                    .await?;
-                receipt.await
-            }
+            async move { responses.send(id, frame, headers, alone)?.await }
         };
         let mut sent = send(frame.encode(), false).await;
         if let Err(error) = &sent {

@@ -317,8 +317,8 @@ impl Responses for FakeResponses {
     type Error = Fault;
     type Receipt = FakeReceipt;
 
-    async fn send(
-        &mut self,
+    fn send(
+        &self,
         id: &str,
         frame: Vec<u8>,
         _trace: crate::trace::Headers,
@@ -355,7 +355,7 @@ impl Responses for FakeResponses {
         matches!(error, Fault::BatchRefused)
     }
 
-    async fn close(&mut self) -> Result<(), Fault> {
+    async fn close(&self) -> Result<(), Fault> {
         Ok(())
     }
 }
