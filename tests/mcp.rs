@@ -1094,3 +1094,47 @@ async fn a_preflight_needs_no_token_and_runs_nothing_whatever_its_body_says() {
     );
     assert_eq!(HOLD_STARTED.load(Ordering::SeqCst), started + 1);
 }
+
+/// A request whose `MCP-Protocol-Version` says 2026-07-28 but whose body
+/// has the 2025 shape is refused, not read as the body's revision: the
+/// header is what caches and balancers route on. Each refusal names what
+/// the 2026 wire needs: the `Mcp-Method` header (−32020, which the
+/// conformance suite's `http-header-validation` expects), then the
+/// `_meta` fields.
+#[tokio::test]
+async fn a_2026_header_on_a_2025_body_is_refused_with_what_to_send() {
+    let (address, _running) = serve_http_on_any_port(Default::default()).await;
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    let refused = |response: &str| {
+        let (status, _, answer) = status_type_answer(response);
+        assert!(status.contains(" 400 "), "{response}");
+        let answer = answer.expect("a JSON-RPC error");
+        assert_eq!(answer["id"], 4, "{answer}");
+        (
+            answer["error"]["code"].as_i64().unwrap(),
+            answer["error"]["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (code, message) =
+        refused(&http_post(address, "MCP-Protocol-Version: 2026-07-28\r\n", &list).await);
+    assert_eq!(code, -32020);
+    assert!(message.contains("Mcp-Method header"), "{message}");
+    let (code, message) = refused(
+        &http_post(
+            address,
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n",
+            &list,
+        )
+        .await,
+    );
+    assert_eq!(code, -32602);
+    for field in [
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+    ] {
+        assert!(message.contains(field), "{message}");
+    }
+    // The same body on the 2025 wire is answered.
+    let answer = answer_of(&http_post(address, WIRE_2025, &list).await);
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+}
