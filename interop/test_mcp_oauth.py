@@ -1,10 +1,12 @@
 """MCP authorization: the `tickets` example's MCP port as an OAuth 2.1
 resource server, against a real authorization server (oidc-provider,
-interop/oauth_issuer.mjs) and the MCP SDKs' own OAuth clients (client
-credentials, TypeScript and Python). The challenge and the protected
-resource metadata, audience, issuer, expiry and signature checks, scopes
-per tool (listing and 403 step-up), key rotation, an issuer that goes down,
-a flood of unknown key ids, and the static token beside OAuth.
+interop/oauth_issuer.mjs; and Keycloak, interop/keycloak_realm.json, for a
+host's sign-in) and the MCP SDKs' own OAuth clients (client credentials,
+TypeScript and Python; the authorization code flow, TypeScript). The
+challenge and the protected resource metadata, audience, issuer, expiry
+and signature checks, scopes per tool (listing and 403 step-up), key
+rotation, an issuer that goes down, a flood of unknown key ids, and the
+static token beside OAuth.
 
 `tickets`: `list-tickets` needs `tickets:read` and answers with the caller
 (the token's `sub`: the client id for client credentials), `close-ticket`
@@ -17,6 +19,7 @@ import json
 import pathlib
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +28,7 @@ import pytest
 
 from oauth import Issuer, challenge, once_keys_load, claims_for, forge, http, jwt_parts, mcp_oauth_session, secret
 from test_mcp import INITIALIZE
-from peer import ROOT, McpHttp, examples_dir, free_port, mcp_session, metrics_port, refused_over_http, run
+from peer import ROOT, McpHttp, examples_dir, free_port, mcp_session, metrics_port, refused_over_http, run, stop
 
 ALL_SCOPES = {"tickets:read", "tickets:write"}
 
@@ -33,6 +36,75 @@ ALL_SCOPES = {"tickets:read", "tickets:write"}
 @pytest.fixture
 def issuer():
     with Issuer() as running:
+        yield running
+
+
+# The realm interop/keycloak_realm.json: its users (alice has the role that
+# tickets:write needs, bob does not), and the audience its tickets scopes
+# put in `aud` (Keycloak does not act on RFC 8707's resource).
+KEYCLOAK_USERS = {"alice": "alice-password", "bob": "bob-password"}
+KEYCLOAK_AUDIENCE = "tickets-mcp"
+
+
+class Keycloak:
+    """Keycloak (scripts/install/keycloak.sh) serving the realm `tools` on a
+    free port, its state in a directory of its own, until `stop`. Ready
+    when the realm's metadata answers; a first start on a new machine
+    installs it and takes minutes."""
+
+    def __init__(self, seconds=900):
+        started = time.monotonic()
+        self.dir = tempfile.TemporaryDirectory()
+        port = free_port()
+        self.issuer = f"http://127.0.0.1:{port}/realms/tools"
+        self.lines = []
+        self.process = subprocess.Popen(
+            [str(ROOT / "scripts" / "install" / "keycloak.sh"), str(port), self.dir.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        while (status := self._metadata_status()) != 200:
+            if self.process.poll() is not None or time.monotonic() - started > seconds:
+                self.stop()
+                raise AssertionError(
+                    f"Keycloak did not serve {self.issuer} within {seconds} s (last answer: {status}); "
+                    "its output:\n" + "\n".join(self.lines[-100:])
+                )
+            time.sleep(0.5)
+        self.start_seconds = time.monotonic() - started
+
+    def _metadata_status(self):
+        try:
+            return http("GET", f"{self.issuer}/.well-known/openid-configuration", timeout=5)[0]
+        except OSError as error:
+            return error
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip())
+
+    def metadata(self):
+        status, _, body = http("GET", f"{self.issuer}/.well-known/openid-configuration")
+        assert status == 200, body
+        return body
+
+    def stop(self):
+        code = stop(self.process)
+        self.dir.cleanup()
+        return code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+@pytest.fixture(scope="module")
+def keycloak():
+    with Keycloak() as running:
         yield running
 
 
@@ -432,6 +504,28 @@ def test_the_typescript_sdk_signs_in_with_client_credentials(issuer):
         assert statuses.count((f"{issuer.issuer}/token", 200)) == 2, statuses
 
 
+def ts_host(url, plan, *credentials):
+    """The TypeScript SDK signing in as a host does
+    (interop/ts_oauth_code_client.mjs), the user's name and password
+    given where the issuer asks for them: its JSON line, once connected."""
+    done = subprocess.run(
+        [
+            str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"),
+            "oauth-code",
+            url,
+            json.dumps([{"tool": tool, "arguments": arguments} for tool, arguments in plan]),
+            *credentials,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    host = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "connectError" not in host, host
+    return host
+
+
 def test_the_typescript_sdk_signs_in_as_a_host_does(issuer):
     """What Claude, VS Code and Cursor do: the SDK's own OAuth client,
     public and registered by itself (RFC 7591), the authorization code flow
@@ -439,20 +533,7 @@ def test_the_typescript_sdk_signs_in_as_a_host_does(issuer):
     the issuer at once) is the caller the tools see."""
     plan = [("list-tickets", {}), ("close-ticket", {"id": 3}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
-        done = subprocess.run(
-            [
-                str(ROOT / "scripts" / "install" / "mcp-ts-client.sh"),
-                "oauth-code",
-                server.url,
-                json.dumps([{"tool": tool, "arguments": arguments} for tool, arguments in plan]),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        host = json.loads(done.stdout.strip().splitlines()[-1])
-        assert "connectError" not in host, host
+        host = ts_host(server.url, plan)
         # Registered by itself, as a public client.
         assert host["registered"]["client_id"], host["registered"]
         assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
@@ -488,6 +569,87 @@ def test_the_typescript_sdk_signs_in_as_a_host_does(issuer):
         assert mine["result"]["isError"] is False, mine
         assert theirs["result"]["isError"] is True, theirs
         assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
+
+
+@contextlib.contextmanager
+def tickets_at_keycloak(keycloak):
+    """`tickets` taking Keycloak's tokens: for the audience its scopes put
+    in `aud`, the username as the caller."""
+    with tickets(keycloak, "--oauth-audience", KEYCLOAK_AUDIENCE, "--oauth-user-claim", "preferred_username") as server:
+        yield server
+
+
+def test_the_typescript_sdk_signs_in_at_keycloak_as_a_host_does(keycloak):
+    """The host's sign-in against Keycloak: its metadata, registration
+    under its anonymous registration policies, its sign-in page (alice's
+    name and password) and its consent page, then the code for a token
+    with alice's username, the scopes she consented to and the audience
+    the scopes carry."""
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 3}), ("close-ticket", {"id": 2})]
+    metadata = keycloak.metadata()
+    with tickets_at_keycloak(keycloak) as server:
+        host = ts_host(server.url, plan, "alice", KEYCLOAK_USERS["alice"])
+        assert host["registered"]["client_id"], host["registered"]
+        assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
+        asked = host["authorization"]
+        assert asked["response_type"] == "code" and asked["state"], asked
+        assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) >= 43, asked
+        assert asked["resource"] == server.url, asked
+        assert set(asked["scope"].split()) == ALL_SCOPES, asked
+        # Keycloak serves its RFC 8414 metadata where the SDK looks first.
+        origin = keycloak.issuer.removesuffix("/realms/tools")
+        urls = [(entry["method"], entry["url"], entry["status"]) for entry in host["requests"]]
+        assert urls[:3] == [
+            ("POST", server.url, 401),
+            ("GET", metadata_url(server), 200),
+            ("GET", f"{origin}/.well-known/oauth-authorization-server/realms/tools", 200),
+        ], urls
+        assert ("POST", metadata["registration_endpoint"], 201) in urls, urls
+        (token_request,) = [entry for entry in host["requests"] if entry["url"] == metadata["token_endpoint"]]
+        assert token_request["status"] == 200, token_request
+        form = token_request["form"]
+        assert form["grant_type"] == "authorization_code" and form["code_verifier"], form
+        assert form["resource"] == server.url, form
+        # The user's part: the sign-in form posted with alice's name (the
+        # password is not recorded), then the consent given.
+        pages = [(entry["method"], entry["status"]) for entry in host["browser"]]
+        assert pages == [("GET", 200), ("POST", 302), ("GET", 200), ("POST", 302)], host["browser"]
+        signed_in, consented = (entry["form"] for entry in host["browser"] if entry["method"] == "POST")
+        assert signed_in["username"] == "alice", signed_in
+        assert "accept" in consented, consented
+        token = host["token"]
+        assert token["iss"] == keycloak.issuer and token["aud"] == KEYCLOAK_AUDIENCE, token
+        assert token["preferred_username"] == "alice", token
+        assert set(token["scope"].split()) == ALL_SCOPES, token
+        assert sorted(host["tools"]) == ["close-ticket", "list-tickets"], host
+        listed, mine, theirs = host["calls"]
+        assert "as listed for alice" in listed["result"]["content"][0]["text"], listed
+        assert mine["result"]["isError"] is False, mine
+        assert theirs["result"]["isError"] is True, theirs
+        assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
+
+
+def test_at_keycloak_a_user_is_granted_and_shown_only_what_his_roles_allow(keycloak):
+    """bob lacks the role tickets:write is mapped to: Keycloak grants him
+    tickets:read alone of the scopes asked for, and the server lists him
+    the one tool it allows and refuses the other."""
+    plan = [("list-tickets", {}), ("close-ticket", {"id": 2})]
+    token_endpoint = keycloak.metadata()["token_endpoint"]
+    with tickets_at_keycloak(keycloak) as server:
+        host = ts_host(server.url, plan, "bob", KEYCLOAK_USERS["bob"])
+        assert set(host["authorization"]["scope"].split()) == ALL_SCOPES, host["authorization"]
+        token = host["token"]
+        assert token["preferred_username"] == "bob" and token["scope"] == "tickets:read", token
+        assert host["tools"] == ["list-tickets"], host
+        listed, closed = host["calls"]
+        assert "as listed for bob" in listed["result"]["content"][0]["text"], listed
+        # Refused with insufficient_scope, the SDK refreshes its token, is
+        # granted tickets:read alone again, is refused again and gives up.
+        assert closed["status"] == 403 and "403" in closed["error"], closed
+        statuses = [(entry["url"], entry["status"]) for entry in host["requests"]]
+        assert statuses.count((server.url, 403)) == 2, statuses
+        grants = [entry["form"]["grant_type"] for entry in host["requests"] if entry["url"] == token_endpoint]
+        assert grants == ["authorization_code", "refresh_token"], grants
 
 
 def test_the_python_sdk_signs_in_with_client_credentials(issuer):

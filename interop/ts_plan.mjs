@@ -3,7 +3,7 @@
 // the SDK makes, and the plan run once signed in.
 
 // A fetch that records each exchange in `requests`: {method, url, status,
-// form?}, the form of a token request without its client secret.
+// form?}, a form (a token request, a sign-in) without its secret.
 export function recordingFetch(requests) {
   return async (input, init) => {
     const response = await fetch(input, init);
@@ -11,6 +11,7 @@ export function recordingFetch(requests) {
     if (init?.body instanceof URLSearchParams) {
       const form = Object.fromEntries(init.body);
       delete form.client_secret;
+      delete form.password;
       entry.form = form;
     }
     requests.push(entry);

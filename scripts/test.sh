@@ -8,8 +8,9 @@
 # the interop suite with TrustGraph's own Python code, and the alerting
 # rules and the Grafana dashboard on a real Prometheus. What it needs
 # besides Rust (the broker's jars, the Python peer, the LLM providers'
-# client code, the conformance suite's Node, Debian's prometheus) is fetched
-# once into ~/.cache/tool-service (or installed), while the code compiles.
+# client code, the conformance suite's Node, oidc-provider, Keycloak on a
+# Java of 21 or newer, Debian's prometheus) is fetched once into
+# ~/.cache/tool-service (or installed), while the code compiles.
 # The checks a release needs on top of these are scripts/release-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +76,7 @@ background peer27 env TRUSTGRAPH_VERSION=2.7.15 scripts/install/python-peer.sh
 background providers scripts/install/python-providers.sh
 background conformance scripts/install/mcp-ts-client.sh --install
 background oauth scripts/install/oauth-issuer.sh --install
+background keycloak scripts/install/keycloak.sh --install
 background balancers scripts/install/balancers.sh
 background prometheus scripts/install/prometheus.sh
 # The TLS/token test makes its keys and certificates with openssl.
@@ -114,6 +116,7 @@ await providers
 providers_python="$result"
 await conformance
 await oauth
+await keycloak
 await balancers
 await prometheus
 

@@ -8,7 +8,7 @@
 #   scripts/install/mcp-ts-client.sh http URL PLAN
 #   scripts/install/mcp-ts-client.sh stdio BINARY PLAN
 #   scripts/install/mcp-ts-client.sh oauth URL CLIENT_ID CLIENT_SECRET PLAN [OPTIONS]
-#   scripts/install/mcp-ts-client.sh oauth-code URL PLAN
+#   scripts/install/mcp-ts-client.sh oauth-code URL PLAN [USER PASSWORD]
 #   scripts/install/mcp-ts-client.sh --install      only install
 set -euo pipefail
 cd "$(dirname "$0")/../.."
