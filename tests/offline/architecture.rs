@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["attribute"],
     // Leaves.
     &[
-        "duration", "error", "log_text", "names", "rate", "scope", "state",
+        "duration", "error", "log_text", "names", "rate", "roots", "scope", "state",
     ],
     // OpenTelemetry: configuration, propagation and export (feature `otel`).
     &["otel"],

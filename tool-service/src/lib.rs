@@ -108,6 +108,8 @@ mod error;
 pub mod log_text;
 mod names;
 mod rate;
+#[cfg(any(feature = "pulsar", feature = "mcp"))]
+mod roots;
 mod scope;
 mod state;
 

@@ -69,29 +69,7 @@ impl Fetcher {
     /// A fetcher trusting the web's roots, and the certificates of
     /// `ca_file` (PEM) when given.
     pub(crate) fn new(ca_file: Option<&Path>) -> Result<Self, String> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = ca_file {
-            let text = std::fs::read(path)
-                .map_err(|error| format!("cannot read the CA file {}: {error}", path.display()))?;
-            let certificates = pem::parse_many(&text)
-                .map_err(|error| format!("the CA file {} is not PEM: {error}", path.display()))?;
-            let mut added = 0;
-            for certificate in certificates.iter().filter(|c| c.tag() == "CERTIFICATE") {
-                roots
-                    .add(certificate.contents().to_vec().into())
-                    .map_err(|error| {
-                        format!(
-                            "the CA file {} has an unusable certificate: {error}",
-                            path.display()
-                        )
-                    })?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(format!("the CA file {} has no certificate", path.display()));
-            }
-        }
+        let roots = crate::roots::trusted(ca_file)?;
         let tls = rustls::ClientConfig::builder_with_provider(crate::mcp::tls::crypto_provider())
             .with_safe_default_protocol_versions()
             .map_err(|error| error.to_string())?

@@ -123,24 +123,8 @@ async fn exchange(target: &Target<'_>) -> Result<BrokerInfo, HandshakeError> {
 fn tls_connector(
     ca_file: Option<&std::path::Path>,
 ) -> Result<tokio_rustls::TlsConnector, HandshakeError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = ca_file {
-        let unusable = |detail: String| {
-            refused(
-                Refusal::Configuration,
-                format!("cannot read the CA file {}: {detail}", path.display()),
-            )
-        };
-        let pem = std::fs::read(path).map_err(|error| unusable(error.to_string()))?;
-        for certificate in pem::parse_many(pem).map_err(|error| unusable(error.to_string()))? {
-            roots
-                .add(rustls::pki_types::CertificateDer::from(
-                    certificate.contents().to_vec(),
-                ))
-                .map_err(|error| unusable(error.to_string()))?;
-        }
-    }
+    let roots =
+        crate::roots::trusted(ca_file).map_err(|detail| refused(Refusal::Configuration, detail))?;
     let config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
