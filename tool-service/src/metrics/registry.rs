@@ -300,7 +300,11 @@ mod tests {
     #[test]
     fn reasons_have_distinct_snake_case_labels() {
         let close: Vec<&str> = CloseReason::ALL.map(CloseReason::label).to_vec();
-        for labels in [close.as_slice(), MCP_AUTH_REASONS.as_slice()] {
+        #[cfg(feature = "mcp")]
+        let lists = [close.as_slice(), MCP_AUTH_REASONS.as_slice()];
+        #[cfg(not(feature = "mcp"))]
+        let lists = [close.as_slice()];
+        for labels in lists {
             let distinct: std::collections::BTreeSet<_> = labels.iter().collect();
             assert_eq!(distinct.len(), labels.len(), "{labels:?}");
             for label in labels {
