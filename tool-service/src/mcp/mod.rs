@@ -224,12 +224,6 @@ impl McpServer {
     /// assert_eq!(tool.input_schema["properties"]["text"]["type"], "string");
     /// ```
     pub fn new(host: Host, options: McpOptions) -> Self {
-        Self::on_host(host, options)
-    }
-
-    /// The server of the services `host` serves, with their policies, its
-    /// drain and its metrics (shared with the host's other transports).
-    fn on_host(host: Host, options: McpOptions) -> Self {
         let McpOptions {
             name,
             version,

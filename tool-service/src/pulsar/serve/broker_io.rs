@@ -240,8 +240,6 @@ impl Responses for PulsarResponses {
     }
 
     async fn close(&self) -> Result<(), Self::Error> {
-        Publisher::close(self).await.inspect_err(|error| {
-            tracing::debug!(%error, "closing the response producer");
-        })
+        Publisher::close(self).await
     }
 }

@@ -62,47 +62,20 @@ pub enum ServeError {
     },
 }
 
-/// Serves `host`'s services on Pulsar until `shutdown` completes, then
-/// lets in-flight requests finish within the grace period. While the
-/// broker is unreachable at start, retries with backoff (and logs each
-/// attempt).
+/// Serves `host`'s services on Pulsar until the host's drain begins, then
+/// lets in-flight requests finish until it is over. While the broker is
+/// unreachable at start, retries with backoff (and logs each attempt), and
+/// gives up without an error if the drain begins first.
 async fn serve_on_host(
     host: &Host,
     options: &ServeOptions,
-    shutdown: impl Future<Output = ()> + Send,
 ) -> Result<HashMap<&'static str, ServiceReport>, ServeError> {
-    let (stop, stopped) = watch::channel(false);
-    let signal = async move {
-        shutdown.await;
-        let _ = stop.send(true);
+    let serving = match Serving::start(host, options, host.draining()).await {
+        Ok(serving) => serving,
+        Err(ServeError::Connect { .. }) if host.is_closing() => return Ok(HashMap::new()),
+        Err(error) => return Err(error),
     };
-    let work = async {
-        let mut give_up = stopped.clone();
-        let started = Serving::start(
-            host,
-            options,
-            async move { stop_requested(&mut give_up).await },
-        )
-        .await;
-        let serving = match started {
-            Ok(serving) => serving,
-            Err(ServeError::Connect { .. }) if *stopped.borrow() => return Ok(HashMap::new()),
-            Err(error) => return Err(error),
-        };
-        let mut stopped = stopped.clone();
-        Ok(serving
-            .run_until(async move { stop_requested(&mut stopped).await })
-            .await)
-    };
-    tokio::pin!(signal);
-    tokio::pin!(work);
-    let mut signalled = false;
-    loop {
-        tokio::select! {
-            result = &mut work => return result,
-            _ = &mut signal, if !signalled => signalled = true,
-        }
-    }
+    Ok(serving.run_until(host.draining()).await)
 }
 
 /// Serving on Apache Pulsar, as one of a host's transports (alone, or
@@ -155,8 +128,7 @@ impl crate::host::sealed::Runs for PulsarTransport {
         // answer.
         count_services(&host);
         Box::pin(async move {
-            let draining = host.draining();
-            let reports = serve_on_host(&host, &options, draining).await?;
+            let reports = serve_on_host(&host, &options).await?;
             Ok(reports.into_iter().collect())
         })
     }
@@ -466,7 +438,7 @@ mod tests {
     fn serving_is_send(host: &Host, options: &ServeOptions, serving: Serving) {
         fn send<T: Send>(_: T) {}
         send(serving.run_until(async {}));
-        send(serve_on_host(host, options, async {}));
+        send(serve_on_host(host, options));
     }
 
     #[tokio::test]
