@@ -534,41 +534,46 @@ def test_the_typescript_sdk_signs_in_as_a_host_does(issuer):
     plan = [("list-tickets", {}), ("close-ticket", {"id": 3}), ("close-ticket", {"id": 2})]
     with tickets(issuer) as server:
         host = ts_host(server.url, plan)
-        # Registered by itself, as a public client.
-        assert host["registered"]["client_id"], host["registered"]
-        assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
-        # The authorization request: a code, PKCE with S256, this resource,
-        # and the scopes the server's challenge named.
-        asked = host["authorization"]
-        assert asked["response_type"] == "code" and asked["state"], asked
-        assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) >= 43, asked
-        assert asked["resource"] == server.url, asked
-        assert set(asked["scope"].split()) == ALL_SCOPES, asked
-        # Discovery, registration, then the code for a token, with its
-        # verifier and the resource.
-        urls = [(entry["method"], entry["url"], entry["status"]) for entry in host["requests"]]
+        urls = assert_signed_in_as_alice(host, server, f"{issuer.issuer}/token")
+        # Discovery, then registration.
         assert urls[:3] == [
             ("POST", server.url, 401),
             ("GET", metadata_url(server), 200),
             ("GET", f"{issuer.issuer}/.well-known/oauth-authorization-server", 200),
         ], urls
         assert ("POST", f"{issuer.issuer}/reg", 201) in urls, urls
-        (token_request,) = [entry for entry in host["requests"] if entry["url"] == f"{issuer.issuer}/token"]
-        form = token_request["form"]
-        assert token_request["status"] == 200, token_request
-        assert form["grant_type"] == "authorization_code" and form["code_verifier"], form
-        assert form["resource"] == server.url, form
         # The token: for this server, the user's, with what was granted.
         token = host["token"]
         assert token["aud"] == server.url and token["sub"] == "alice", token
         assert set(token["scope"].split()) == ALL_SCOPES, token
-        # The tools see the user: alice's ticket closes, another's does not.
-        assert sorted(host["tools"]) == ["close-ticket", "list-tickets"], host
-        listed, mine, theirs = host["calls"]
-        assert "as listed for alice" in listed["result"]["content"][0]["text"], listed
-        assert mine["result"]["isError"] is False, mine
-        assert theirs["result"]["isError"] is True, theirs
-        assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
+
+
+def assert_signed_in_as_alice(host, server, token_endpoint):
+    """What a host's sign-in shows, at any issuer: registered by itself as
+    a public client; an authorization request with a code, PKCE (S256),
+    this resource and the scopes the server's challenge named; the code
+    traded for a token with its verifier and the resource; then the tools
+    see alice: her ticket closes, another's does not. The requests made,
+    as (method, URL, status)."""
+    assert host["registered"]["client_id"], host["registered"]
+    assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
+    asked = host["authorization"]
+    assert asked["response_type"] == "code" and asked["state"], asked
+    assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) >= 43, asked
+    assert asked["resource"] == server.url, asked
+    assert set(asked["scope"].split()) == ALL_SCOPES, asked
+    (token_request,) = [entry for entry in host["requests"] if entry["url"] == token_endpoint]
+    assert token_request["status"] == 200, token_request
+    form = token_request["form"]
+    assert form["grant_type"] == "authorization_code" and form["code_verifier"], form
+    assert form["resource"] == server.url, form
+    assert sorted(host["tools"]) == ["close-ticket", "list-tickets"], host
+    listed, mine, theirs = host["calls"]
+    assert "as listed for alice" in listed["result"]["content"][0]["text"], listed
+    assert mine["result"]["isError"] is False, mine
+    assert theirs["result"]["isError"] is True, theirs
+    assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
+    return [(entry["method"], entry["url"], entry["status"]) for entry in host["requests"]]
 
 
 @contextlib.contextmanager
@@ -589,27 +594,15 @@ def test_the_typescript_sdk_signs_in_at_keycloak_as_a_host_does(keycloak):
     metadata = keycloak.metadata()
     with tickets_at_keycloak(keycloak) as server:
         host = ts_host(server.url, plan, "alice", KEYCLOAK_USERS["alice"])
-        assert host["registered"]["client_id"], host["registered"]
-        assert host["registered"].get("token_endpoint_auth_method") == "none", host["registered"]
-        asked = host["authorization"]
-        assert asked["response_type"] == "code" and asked["state"], asked
-        assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) >= 43, asked
-        assert asked["resource"] == server.url, asked
-        assert set(asked["scope"].split()) == ALL_SCOPES, asked
+        urls = assert_signed_in_as_alice(host, server, metadata["token_endpoint"])
         # Keycloak serves its RFC 8414 metadata where the SDK looks first.
         origin = keycloak.issuer.removesuffix("/realms/tools")
-        urls = [(entry["method"], entry["url"], entry["status"]) for entry in host["requests"]]
         assert urls[:3] == [
             ("POST", server.url, 401),
             ("GET", metadata_url(server), 200),
             ("GET", f"{origin}/.well-known/oauth-authorization-server/realms/tools", 200),
         ], urls
         assert ("POST", metadata["registration_endpoint"], 201) in urls, urls
-        (token_request,) = [entry for entry in host["requests"] if entry["url"] == metadata["token_endpoint"]]
-        assert token_request["status"] == 200, token_request
-        form = token_request["form"]
-        assert form["grant_type"] == "authorization_code" and form["code_verifier"], form
-        assert form["resource"] == server.url, form
         # The user's part: the sign-in form posted with alice's name (the
         # password is not recorded), then the consent given.
         pages = [(entry["method"], entry["status"]) for entry in host["browser"]]
@@ -621,12 +614,6 @@ def test_the_typescript_sdk_signs_in_at_keycloak_as_a_host_does(keycloak):
         assert token["iss"] == keycloak.issuer and token["aud"] == KEYCLOAK_AUDIENCE, token
         assert token["preferred_username"] == "alice", token
         assert set(token["scope"].split()) == ALL_SCOPES, token
-        assert sorted(host["tools"]) == ["close-ticket", "list-tickets"], host
-        listed, mine, theirs = host["calls"]
-        assert "as listed for alice" in listed["result"]["content"][0]["text"], listed
-        assert mine["result"]["isError"] is False, mine
-        assert theirs["result"]["isError"] is True, theirs
-        assert "belongs to agent-writer" in theirs["result"]["content"][0]["text"], theirs
 
 
 def test_at_keycloak_a_user_is_granted_and_shown_only_what_his_roles_allow(keycloak):
